@@ -1,0 +1,104 @@
+//! The application: shared state, the router, the layer stack, and `serve`, the one seam
+//! through which production and tests alike run Confetti on a listener.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::MatchedPath;
+use axum::http::Request;
+use axum::response::{IntoResponse, Response};
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::blobs::BlobStore;
+use crate::blocking::Blocking;
+use crate::config::ServeArgs;
+use crate::db::Db;
+use crate::error::ApiError;
+use crate::throttle::LoginThrottle;
+
+/// Limits and addresses every request may need.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Base of join links, without a trailing slash.
+    pub public_url: String,
+    pub max_upload_bytes: u64,
+    pub max_image_pixels: u64,
+    pub guest_quota_bytes: i64,
+    /// Cookies get `Secure` when the public URL is https.
+    pub secure_cookies: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub db: Db,
+    pub blobs: BlobStore,
+    pub blocking: Blocking,
+    pub settings: Arc<Settings>,
+    pub admin_token: Arc<str>,
+    pub login_throttle: Arc<LoginThrottle>,
+}
+
+impl AppState {
+    /// Connects the database (running migrations) and opens the blob store.
+    pub async fn open(args: &ServeArgs, admin_token: String) -> anyhow::Result<Self> {
+        let db = Db::connect(args.site.database_url.as_deref(), &args.site.data_dir).await?;
+        let blobs = BlobStore::open(args.storage.as_deref(), &args.site.data_dir)?;
+        let public_url = crate::bootstrap::public_url(args.site.public_url.as_deref(), args.bind);
+        Ok(Self {
+            db,
+            blobs,
+            blocking: Blocking::new(),
+            settings: Arc::new(Settings {
+                secure_cookies: public_url.starts_with("https://"),
+                public_url,
+                max_upload_bytes: args.max_upload_bytes,
+                max_image_pixels: args.max_image_pixels,
+                guest_quota_bytes: args.guest_quota_bytes,
+            }),
+            admin_token: admin_token.into(),
+            login_throttle: Arc::new(LoginThrottle::default()),
+        })
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    // Outermost first: panics become a 500 problem, then every request is traced
+    // (the span names the route template, never the raw path with its ids).
+    Router::new()
+        .merge(crate::http::routes())
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+                let route = request
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map(MatchedPath::as_str)
+                    .unwrap_or("-");
+                tracing::info_span!("request", method = %request.method(), route)
+            }),
+        )
+        .layer(CatchPanicLayer::custom(
+            |_: Box<dyn std::any::Any + Send>| -> Response {
+                ApiError::Internal(anyhow::anyhow!("a request handler panicked")).into_response()
+            },
+        ))
+        .with_state(state)
+}
+
+/// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests finish.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    crate::jobs::orphans::spawn_sweep(state.clone());
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}

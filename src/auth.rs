@@ -1,0 +1,75 @@
+//! Credentials: random bearer tokens (stored only as SHA-256 digests), the cookies that carry
+//! them for the web page, and organiser password hashing (bcrypt, on the blocking pool).
+//! A token's prefix says whose it is, so one lookup answers "who is this".
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sha2::{Digest, Sha256};
+
+pub const GUEST_COOKIE: &str = "confetti_guest";
+pub const ORGANISER_COOKIE: &str = "confetti_organiser";
+pub const GUEST_PREFIX: &str = "g_";
+pub const ORGANISER_PREFIX: &str = "o_";
+
+/// bcrypt cost: about 50 ms per check on these machines, run off the async runtime.
+const BCRYPT_COST: u32 = 10;
+
+/// `n` random bytes, URL-safe base64 without padding.
+pub fn random_string(n: usize) -> anyhow::Result<String> {
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness: {e}"))?;
+    Ok(URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// A new bearer token with the given prefix, and the digest to store.
+pub fn new_token(prefix: &str) -> anyhow::Result<(String, Vec<u8>)> {
+    let token = format!("{prefix}{}", random_string(32)?);
+    let digest = token_digest(&token);
+    Ok((token, digest))
+}
+
+pub fn token_digest(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+/// Compares two secrets in time independent of where they differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Synchronous: call through `Blocking::crypto`.
+pub fn hash_password(password: &str) -> anyhow::Result<String> {
+    Ok(bcrypt::hash(password, BCRYPT_COST)?)
+}
+
+/// Synchronous: call through `Blocking::crypto`. A malformed stored hash never matches.
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    bcrypt::verify(password, hash).unwrap_or(false)
+}
+
+/// The `Set-Cookie` value for a session token.
+pub fn session_cookie(name: &str, token: &str, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{name}={token}; HttpOnly; SameSite=Lax; Path=/; Max-Age=31536000{secure}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_carry_their_prefix_and_differ() {
+        let (a, da) = new_token(GUEST_PREFIX).expect("token");
+        let (b, _) = new_token(GUEST_PREFIX).expect("token");
+        assert!(a.starts_with("g_") && a.len() > 40);
+        assert_ne!(a, b);
+        assert_eq!(token_digest(&a), da);
+    }
+
+    #[test]
+    fn constant_time_eq_compares_whole_values() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret2"));
+    }
+}

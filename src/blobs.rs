@@ -1,0 +1,233 @@
+//! Photo bytes, through `object_store`: a local directory by default, an S3-compatible
+//! bucket for several instances, memory for tests. Every blob has a typed key; an upload is
+//! written under a temporary key, and moved to its final key only after its row committed.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::prefix::PrefixStore;
+use object_store::{
+    GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, WriteMultipart,
+};
+use uuid::Uuid;
+
+/// Where a blob lives. Paths are built only here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlobKey {
+    /// An upload being received; named by the upload id it will get if it commits.
+    Temp(Uuid),
+    /// The photo as the guest sent it.
+    Original { event_id: Uuid, upload_id: Uuid },
+}
+
+const TEMP_DIR: &str = "tmp";
+
+impl BlobKey {
+    pub fn path(&self) -> Path {
+        match self {
+            BlobKey::Temp(id) => Path::from(format!("{TEMP_DIR}/{id}")),
+            BlobKey::Original {
+                event_id,
+                upload_id,
+            } => Path::from(format!("originals/{event_id}/{upload_id}")),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BlobStore {
+    store: Arc<dyn ObjectStore>,
+    /// How much a writer buffers before handing a part to the store: small for a local
+    /// directory (memory per upload stays low), 5 MiB for S3 (its minimum part size).
+    part_size: usize,
+}
+
+impl BlobStore {
+    /// `spec`: none → `<data_dir>/blobs`; `s3://bucket/prefix` (credentials and endpoint from
+    /// the usual `AWS_*` variables); `memory:` → kept in memory (tests, benchmarks).
+    pub fn open(spec: Option<&str>, data_dir: &std::path::Path) -> anyhow::Result<Self> {
+        match spec {
+            None | Some("") => {
+                let dir = data_dir.join("blobs");
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                let local = LocalFileSystem::new_with_prefix(&dir)?.with_automatic_cleanup(true);
+                Ok(Self {
+                    store: Arc::new(local),
+                    part_size: 256 * 1024,
+                })
+            }
+            Some("memory:") => Ok(Self {
+                store: Arc::new(InMemory::new()),
+                part_size: 256 * 1024,
+            }),
+            Some(url) if url.starts_with("s3://") => {
+                let rest = &url["s3://".len()..];
+                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+                anyhow::ensure!(
+                    !bucket.is_empty(),
+                    "the storage URL {url:?} names no bucket"
+                );
+                let s3 = AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .build()?;
+                let store: Arc<dyn ObjectStore> = if prefix.trim_matches('/').is_empty() {
+                    Arc::new(s3)
+                } else {
+                    Arc::new(PrefixStore::new(s3, prefix.trim_matches('/')))
+                };
+                Ok(Self {
+                    store,
+                    part_size: 5 * 1024 * 1024,
+                })
+            }
+            Some(dir) => {
+                let dir = std::path::Path::new(dir.strip_prefix("file://").unwrap_or(dir));
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                let local = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
+                Ok(Self {
+                    store: Arc::new(local),
+                    part_size: 256 * 1024,
+                })
+            }
+        }
+    }
+
+    pub async fn writer(&self, key: BlobKey) -> object_store::Result<BlobWriter> {
+        let upload = self.store.put_multipart(&key.path()).await?;
+        Ok(BlobWriter {
+            inner: WriteMultipart::new_with_chunk_size(upload, self.part_size),
+        })
+    }
+
+    /// Moves a blob to its final key (a rename on disk, copy + delete on S3).
+    pub async fn rename(&self, from: BlobKey, to: BlobKey) -> object_store::Result<()> {
+        self.store.rename(&from.path(), &to.path()).await
+    }
+
+    /// Deletes a blob; one that is already gone is fine.
+    pub async fn delete(&self, key: BlobKey) -> object_store::Result<()> {
+        match self.store.delete(&key.path()).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn head(&self, key: BlobKey) -> object_store::Result<ObjectMeta> {
+        self.store.head(&key.path()).await
+    }
+
+    pub async fn get(
+        &self,
+        key: BlobKey,
+        range: Option<GetRange>,
+    ) -> object_store::Result<GetResult> {
+        self.store
+            .get_opts(
+                &key.path(),
+                GetOptions {
+                    range,
+                    ..Default::default()
+                },
+            )
+            .await
+    }
+
+    pub async fn get_range(
+        &self,
+        key: BlobKey,
+        range: std::ops::Range<u64>,
+    ) -> object_store::Result<Bytes> {
+        self.store.get_range(&key.path(), range).await
+    }
+
+    /// Every temporary blob, with its age, for the start-up sweep.
+    pub async fn list_temp(&self) -> object_store::Result<Vec<(Uuid, ObjectMeta)>> {
+        let mut found = Vec::new();
+        let mut listing = self.store.list(Some(&Path::from(TEMP_DIR)));
+        while let Some(meta) = listing.next().await {
+            let meta = meta?;
+            if let Some(id) = meta
+                .location
+                .filename()
+                .and_then(|name| Uuid::try_parse(name).ok())
+            {
+                found.push((id, meta));
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Streams one blob into the store, a bounded number of parts in flight.
+pub struct BlobWriter {
+    inner: WriteMultipart,
+}
+
+impl BlobWriter {
+    pub async fn write(&mut self, chunk: &[u8]) -> object_store::Result<()> {
+        self.inner.wait_for_capacity(2).await?;
+        self.inner.write(chunk);
+        Ok(())
+    }
+
+    pub async fn finish(self) -> object_store::Result<()> {
+        self.inner.finish().await.map(|_| ())
+    }
+
+    pub async fn abort(self) -> object_store::Result<()> {
+        self.inner.abort().await
+    }
+}
+
+/// Deletes a temporary blob when dropped, unless disarmed once its upload committed and
+/// the blob was moved. Covers every way out of a request: a refusal, an error, a client
+/// that went away mid-upload (the handler future is dropped).
+pub struct TempBlobGuard {
+    blobs: BlobStore,
+    key: Option<BlobKey>,
+}
+
+impl TempBlobGuard {
+    pub fn new(blobs: BlobStore, key: BlobKey) -> Self {
+        Self {
+            blobs,
+            key: Some(key),
+        }
+    }
+
+    pub fn disarm(&mut self) {
+        self.key = None;
+    }
+
+    /// Deletes the blob now, and waits for it.
+    pub async fn delete_now(mut self) {
+        if let Some(key) = self.key.take()
+            && let Err(e) = self.blobs.delete(key).await
+        {
+            tracing::warn!(error = %e, ?key, "could not delete a temporary blob; the start-up sweep will");
+        }
+    }
+}
+
+impl Drop for TempBlobGuard {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let blobs = self.blobs.clone();
+            runtime.spawn(async move {
+                if let Err(e) = blobs.delete(key).await {
+                    tracing::warn!(error = %e, ?key, "could not delete a temporary blob; the start-up sweep will");
+                }
+            });
+        }
+    }
+}

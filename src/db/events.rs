@@ -1,0 +1,128 @@
+//! Events and organiser sessions.
+
+use chrono::{DateTime, Utc};
+use sqlx::FromRow;
+use uuid::Uuid;
+
+use super::{Db, is_unique_violation, on_db};
+
+#[derive(Clone, Debug, FromRow)]
+pub struct EventRow {
+    pub id: Uuid,
+    pub slug: String,
+    pub name: String,
+    pub join_token: String,
+    pub organiser_password_hash: String,
+    pub guest_quota_bytes: i64,
+    pub uploads_open: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The columns of `EventRow`, as a literal so queries can be built with `concat!`.
+macro_rules! event_select {
+    () => {
+        "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at FROM events e "
+    };
+}
+
+impl Db {
+    /// Inserts the event; `Ok(false)` when its slug is already taken.
+    pub async fn insert_event(&self, e: &EventRow) -> sqlx::Result<bool> {
+        let result = on_db!(self, pool => sqlx::query(
+            "INSERT INTO events (id, slug, name, join_token, organiser_password_hash, guest_quota_bytes, uploads_open, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(e.id)
+        .bind(&e.slug)
+        .bind(&e.name)
+        .bind(&e.join_token)
+        .bind(&e.organiser_password_hash)
+        .bind(e.guest_quota_bytes)
+        .bind(e.uploads_open)
+        .bind(e.created_at)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()));
+        match result {
+            Ok(_) => Ok(true),
+            Err(err) if is_unique_violation(&err) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
+    pub async fn event_by_slug(&self, slug: &str) -> sqlx::Result<Option<EventRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(event_select!(), "WHERE e.slug = $1"))
+            .bind(slug)
+            .fetch_optional(pool)
+            .await)
+    }
+
+    pub async fn event_by_id(&self, id: Uuid) -> sqlx::Result<Option<EventRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(event_select!(), "WHERE e.id = $1"))
+            .bind(id)
+            .fetch_optional(pool)
+            .await)
+    }
+
+    pub async fn count_events(&self) -> sqlx::Result<i64> {
+        on_db!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM events").fetch_one(pool).await)
+    }
+
+    pub async fn insert_organiser_session(
+        &self,
+        token_hash: &[u8],
+        event_id: Uuid,
+    ) -> sqlx::Result<()> {
+        on_db!(self, pool => sqlx::query(
+            "INSERT INTO organiser_sessions (token_hash, event_id, created_at) VALUES ($1, $2, $3)",
+        )
+        .bind(token_hash)
+        .bind(event_id)
+        .bind(Utc::now())
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// The event an organiser token belongs to.
+    pub async fn organiser_event(&self, token_hash: &[u8]) -> sqlx::Result<Option<EventRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(
+            event_select!(),
+            "JOIN organiser_sessions s ON s.event_id = e.id WHERE s.token_hash = $1"
+        ))
+        .bind(token_hash)
+        .fetch_optional(pool)
+        .await)
+    }
+}
+
+/// A change an organiser makes to their event; `None` leaves a field as it is.
+#[derive(Clone, Debug, Default)]
+pub struct EventChange {
+    pub name: Option<String>,
+    pub uploads_open: Option<bool>,
+    pub guest_quota_bytes: Option<i64>,
+}
+
+impl Db {
+    pub async fn update_event(
+        &self,
+        id: Uuid,
+        change: &EventChange,
+    ) -> sqlx::Result<Option<EventRow>> {
+        on_db!(self, pool => sqlx::query(
+            "UPDATE events SET name = COALESCE($2, name), uploads_open = COALESCE($3, uploads_open),
+                               guest_quota_bytes = COALESCE($4, guest_quota_bytes)
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(&change.name)
+        .bind(change.uploads_open)
+        .bind(change.guest_quota_bytes)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        self.event_by_id(id).await
+    }
+}

@@ -1,0 +1,106 @@
+//! Guests and their storage quota. A guest's quota is the event's `guest_quota_bytes`, read
+//! live, so an organiser who raises it raises it for everyone who already joined.
+
+use chrono::Utc;
+use sqlx::FromRow;
+use uuid::Uuid;
+
+use super::{Db, Tx, on_db, on_tx};
+
+#[derive(Clone, Debug, FromRow)]
+pub struct GuestRow {
+    pub id: Uuid,
+    pub event_id: Uuid,
+    pub event_slug: String,
+    pub display_name: String,
+    pub used_bytes: i64,
+    pub quota_bytes: i64,
+    pub uploads_open: bool,
+}
+
+macro_rules! guest_select {
+    () => {
+        "SELECT g.id, g.event_id, e.slug AS event_slug, g.display_name, g.used_bytes,
+                e.guest_quota_bytes AS quota_bytes, e.uploads_open
+         FROM guests g JOIN events e ON e.id = g.event_id "
+    };
+}
+
+impl Db {
+    pub async fn insert_guest(
+        &self,
+        id: Uuid,
+        event_id: Uuid,
+        display_name: &str,
+        token_hash: &[u8],
+    ) -> sqlx::Result<()> {
+        on_db!(self, pool => sqlx::query(
+            "INSERT INTO guests (id, event_id, display_name, token_hash, used_bytes, created_at) VALUES ($1, $2, $3, $4, 0, $5)",
+        )
+        .bind(id)
+        .bind(event_id)
+        .bind(display_name)
+        .bind(token_hash)
+        .bind(Utc::now())
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    pub async fn guest_by_token_hash(&self, token_hash: &[u8]) -> sqlx::Result<Option<GuestRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(guest_select!(), "WHERE g.token_hash = $1"))
+            .bind(token_hash)
+            .fetch_optional(pool)
+            .await)
+    }
+
+    pub async fn guest_by_id(&self, id: Uuid) -> sqlx::Result<Option<GuestRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(guest_select!(), "WHERE g.id = $1"))
+            .bind(id)
+            .fetch_optional(pool)
+            .await)
+    }
+
+    /// How many of the guest's uploads exist (deleted ones do not count).
+    pub async fn guest_upload_count(&self, guest_id: Uuid) -> sqlx::Result<i64> {
+        on_db!(self, pool => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM uploads WHERE guest_id = $1 AND deleted_at IS NULL",
+        )
+        .bind(guest_id)
+        .fetch_one(pool)
+        .await)
+    }
+}
+
+impl Tx {
+    /// Charges `bytes` to the guest unless that would pass the event's quota; the guard in
+    /// the `WHERE` makes two concurrent charges unable to overshoot together.
+    /// `Ok(false)`: over quota, nothing changed.
+    pub async fn charge_quota(&mut self, guest_id: Uuid, bytes: i64) -> sqlx::Result<bool> {
+        let rows = on_tx!(self, tx => sqlx::query(
+            "UPDATE guests SET used_bytes = used_bytes + $2
+             WHERE id = $1
+               AND used_bytes + $2 <= (SELECT guest_quota_bytes FROM events WHERE events.id = guests.event_id)",
+        )
+        .bind(guest_id)
+        .bind(bytes)
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(rows == 1)
+    }
+
+    /// Gives `bytes` back to the guest (their upload was deleted).
+    pub async fn refund_quota(&mut self, guest_id: Uuid, bytes: i64) -> sqlx::Result<()> {
+        on_tx!(self, tx => sqlx::query(
+            "UPDATE guests SET used_bytes = CASE WHEN used_bytes >= $2 THEN used_bytes - $2 ELSE 0 END WHERE id = $1",
+        )
+        .bind(guest_id)
+        .bind(bytes)
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+}

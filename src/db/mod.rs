@@ -1,0 +1,162 @@
+//! The database: one `Db` over SQLite (embedded default) or PostgreSQL (several instances).
+//!
+//! Both backends run the same SQL wherever SQL is portable (`$n` parameters, `ON CONFLICT`,
+//! `RETURNING`, partial unique indexes); `on_db!`/`on_tx!` expand one query body for each pool
+//! type, so a query is written once and type-checked against both drivers. Where the backends
+//! must differ (how a write transaction starts, row locking) the difference is spelled out
+//! at that one place. Each backend has its own migrations under `migrations/`.
+//! Expected conflicts come back as values (`Option`, `bool`), never as errors.
+
+pub mod events;
+pub mod guests;
+pub mod uploads;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
+
+#[derive(Clone, Debug)]
+pub enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// A write transaction on either backend.
+pub enum Tx {
+    Sqlite(Transaction<'static, Sqlite>),
+    Postgres(Transaction<'static, Postgres>),
+}
+
+/// Runs the same query body against whichever pool `db` holds.
+macro_rules! on_db {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::db::Db::Sqlite($pool) => $body,
+            $crate::db::Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Runs the same query body against whichever transaction `tx` holds; `$conn` is the
+/// connection to pass as executor (`&mut **$conn`).
+macro_rules! on_tx {
+    ($tx:expr, $conn:ident => $body:expr) => {
+        match $tx {
+            $crate::db::Tx::Sqlite($conn) => $body,
+            $crate::db::Tx::Postgres($conn) => $body,
+        }
+    };
+}
+pub(crate) use {on_db, on_tx};
+
+impl Db {
+    /// Connects to `database_url`, or to `confetti.db` in `data_dir` when none is given,
+    /// and brings the schema up to date.
+    pub async fn connect(database_url: Option<&str>, data_dir: &Path) -> anyhow::Result<Db> {
+        let db = match database_url {
+            Some(url) if url.starts_with("postgres:") || url.starts_with("postgresql:") => {
+                let options =
+                    PgConnectOptions::from_str(url).context("parsing the PostgreSQL URL")?;
+                let pool = PgPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect_with(options)
+                    .await
+                    .context("connecting to PostgreSQL")?;
+                Db::Postgres(pool)
+            }
+            Some(url) if url.starts_with("sqlite:") => Db::Sqlite(
+                sqlite_pool(SqliteConnectOptions::from_str(url).context("parsing the SQLite URL")?)
+                    .await?,
+            ),
+            Some(other) => {
+                anyhow::bail!("unsupported database URL {other:?}: use postgres://… or sqlite://…")
+            }
+            None => {
+                std::fs::create_dir_all(data_dir).with_context(|| {
+                    format!("creating the data directory {}", data_dir.display())
+                })?;
+                Db::Sqlite(
+                    sqlite_pool(SqliteConnectOptions::new().filename(data_dir.join("confetti.db")))
+                        .await?,
+                )
+            }
+        };
+        db.migrate().await?;
+        Ok(db)
+    }
+
+    async fn migrate(&self) -> anyhow::Result<()> {
+        match self {
+            Db::Sqlite(pool) => sqlx::migrate!("migrations/sqlite").run(pool).await,
+            Db::Postgres(pool) => sqlx::migrate!("migrations/postgres").run(pool).await,
+        }
+        .context("running database migrations")
+    }
+
+    /// Starts a write transaction. SQLite takes the write lock up front (`BEGIN IMMEDIATE`):
+    /// a deferred transaction that reads first cannot upgrade once another writer committed,
+    /// and would fail with SQLITE_BUSY instead of waiting.
+    pub async fn begin(&self) -> sqlx::Result<Tx> {
+        Ok(match self {
+            Db::Sqlite(pool) => Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        })
+    }
+
+    /// True while the database answers a trivial query.
+    pub async fn ping(&self) -> bool {
+        let probe =
+            async { on_db!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(|_| ())) };
+        matches!(
+            tokio::time::timeout(Duration::from_secs(2), probe).await,
+            Ok(Ok(()))
+        )
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+
+    pub async fn close(&self) {
+        on_db!(self, pool => pool.close().await)
+    }
+}
+
+impl Tx {
+    pub async fn commit(self) -> sqlx::Result<()> {
+        on_tx!(self, tx => tx.commit().await)
+    }
+
+    pub async fn rollback(self) -> sqlx::Result<()> {
+        on_tx!(self, tx => tx.rollback().await)
+    }
+}
+
+async fn sqlite_pool(options: SqliteConnectOptions) -> anyhow::Result<SqlitePool> {
+    let options = options
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(15))
+        .foreign_keys(true);
+    SqlitePoolOptions::new()
+        .max_connections(8)
+        .acquire_timeout(Duration::from_secs(15))
+        .connect_with(options)
+        .await
+        .context("opening the SQLite database")
+}
+
+/// True when `e` is a unique-constraint violation (a slug or token already taken).
+pub fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
+}

@@ -1,0 +1,164 @@
+//! Uploads: the deduplicating insert, live reads, the listing and soft deletes.
+
+use chrono::{DateTime, Utc};
+use sqlx::FromRow;
+use uuid::Uuid;
+
+use super::{Db, Tx, on_db, on_tx};
+
+/// One upload as stored, with the names a response needs (event slug, guest name).
+#[derive(Clone, Debug, FromRow)]
+pub struct UploadRow {
+    pub id: Uuid,
+    pub event_id: Uuid,
+    pub event_slug: String,
+    pub guest_id: Uuid,
+    pub guest_display_name: String,
+    pub client_upload_id: Option<Uuid>,
+    pub filename: String,
+    pub caption: Option<String>,
+    pub content_type: String,
+    pub bytes: i64,
+    pub sha256: String,
+    pub width: i32,
+    pub height: i32,
+    pub taken_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub status: String,
+    pub hidden: bool,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+/// What the ingest knows about a new upload when it tries to insert it.
+#[derive(Clone, Debug)]
+pub struct NewUpload {
+    pub id: Uuid,
+    pub event_id: Uuid,
+    pub guest_id: Uuid,
+    pub client_upload_id: Option<Uuid>,
+    pub filename: String,
+    pub caption: Option<String>,
+    pub content_type: String,
+    pub bytes: i64,
+    pub sha256: String,
+    pub width: i32,
+    pub height: i32,
+    pub taken_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A page of an event's uploads as one viewer may see it.
+#[derive(Clone, Debug)]
+pub struct ListQuery {
+    pub event_id: Uuid,
+    /// The viewing guest, who also sees their own hidden uploads.
+    pub viewer_guest: Option<Uuid>,
+    /// Organisers see hidden uploads too.
+    pub organiser: bool,
+    /// Only uploads older than this one (the keyset cursor).
+    pub before: Option<Uuid>,
+    pub limit: i64,
+}
+
+macro_rules! upload_select {
+    () => {
+        "SELECT u.id, u.event_id, e.slug AS event_slug, u.guest_id, g.display_name AS guest_display_name,
+                u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
+                u.height, u.taken_at, u.created_at, u.status, u.hidden, u.deleted_at
+         FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "
+    };
+}
+
+impl Db {
+    /// The upload, deleted or not.
+    pub async fn upload_by_id(&self, id: Uuid) -> sqlx::Result<Option<UploadRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(upload_select!(), "WHERE u.id = $1"))
+            .bind(id)
+            .fetch_optional(pool)
+            .await)
+    }
+
+    /// The upload a client's key names, whoever owns it, deleted or not.
+    pub async fn upload_by_client_id(
+        &self,
+        client_upload_id: Uuid,
+    ) -> sqlx::Result<Option<UploadRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(upload_select!(), "WHERE u.client_upload_id = $1"))
+            .bind(client_upload_id)
+            .fetch_optional(pool)
+            .await)
+    }
+
+    /// Newest first; ids are UUIDv7, so `id < cursor` is "older than the last one shown"
+    /// and stays valid while new uploads arrive.
+    pub async fn list_uploads(&self, q: &ListQuery) -> sqlx::Result<Vec<UploadRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(
+            upload_select!(),
+            "WHERE u.event_id = $1 AND u.deleted_at IS NULL
+               AND (u.hidden = FALSE OR $2 OR u.guest_id = $3)
+               AND ($4 IS NULL OR u.id < $4)
+             ORDER BY u.id DESC LIMIT $5"
+        ))
+        .bind(q.event_id)
+        .bind(q.organiser)
+        .bind(q.viewer_guest)
+        .bind(q.before)
+        .bind(q.limit)
+        .fetch_all(pool)
+        .await)
+    }
+
+    /// Whether an upload row exists and is live: `None` when there is no such row,
+    /// `Some(false)` when it was deleted.
+    pub async fn upload_is_live(&self, id: Uuid) -> sqlx::Result<Option<bool>> {
+        let deleted: Option<Option<DateTime<Utc>>> = on_db!(self, pool => sqlx::query_scalar(
+            "SELECT deleted_at FROM uploads WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(pool)
+        .await)?;
+        Ok(deleted.map(|d| d.is_none()))
+    }
+}
+
+impl Tx {
+    /// Inserts the upload unless its `client_upload_id` is taken. `Ok(None)`: another
+    /// attempt (maybe on another instance) holds the key; on PostgreSQL this waits until
+    /// that attempt committed or rolled back, so the loser always finds a decided winner.
+    pub async fn insert_upload(&mut self, u: &NewUpload) -> sqlx::Result<Option<Uuid>> {
+        on_tx!(self, tx => sqlx::query_scalar(
+            "INSERT INTO uploads (id, event_id, guest_id, client_upload_id, filename, caption, content_type,
+                                  bytes, sha256, width, height, taken_at, created_at, status, hidden)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'processing', FALSE)
+             ON CONFLICT (client_upload_id) WHERE client_upload_id IS NOT NULL DO NOTHING
+             RETURNING id",
+        )
+        .bind(u.id)
+        .bind(u.event_id)
+        .bind(u.guest_id)
+        .bind(u.client_upload_id)
+        .bind(&u.filename)
+        .bind(&u.caption)
+        .bind(&u.content_type)
+        .bind(u.bytes)
+        .bind(&u.sha256)
+        .bind(u.width)
+        .bind(u.height)
+        .bind(u.taken_at)
+        .bind(u.created_at)
+        .fetch_optional(&mut **tx)
+        .await)
+    }
+
+    /// Marks the upload deleted (its key stays, so a late retry learns it is gone).
+    /// Returns the owner and size to refund, or `None` if it was already deleted or never existed.
+    pub async fn mark_upload_deleted(&mut self, id: Uuid) -> sqlx::Result<Option<(Uuid, i64)>> {
+        on_tx!(self, tx => sqlx::query_as(
+            "UPDATE uploads SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING guest_id, bytes",
+        )
+        .bind(id)
+        .bind(Utc::now())
+        .fetch_optional(&mut **tx)
+        .await)
+    }
+}

@@ -1,0 +1,31 @@
+//! The organiser's password as chosen when an event is created.
+
+use crate::error::ApiError;
+
+pub struct OrganiserPassword(String);
+
+impl OrganiserPassword {
+    pub const MIN_CHARS: usize = 8;
+    /// bcrypt reads at most 72 bytes; a longer password would be silently cut.
+    pub const MAX_BYTES: usize = 72;
+
+    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+        if raw.chars().count() < Self::MIN_CHARS {
+            return Err(ApiError::WeakPassword(format!(
+                "the organiser password needs at least {} characters",
+                Self::MIN_CHARS
+            )));
+        }
+        if raw.len() > Self::MAX_BYTES {
+            return Err(ApiError::WeakPassword(format!(
+                "the organiser password may have at most {} bytes",
+                Self::MAX_BYTES
+            )));
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}

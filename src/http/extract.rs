@@ -1,0 +1,211 @@
+//! Who is asking: extractors for the three principals. A bearer token wins over cookies;
+//! the token's prefix says whose it is. A state-changing request authenticated by a cookie
+//! must come from this server's own pages (`Origin` check), since browsers attach cookies
+//! to requests other sites start.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{Method, header};
+
+use crate::app::AppState;
+use crate::auth::{self, GUEST_COOKIE, GUEST_PREFIX, ORGANISER_COOKIE, ORGANISER_PREFIX};
+use crate::db::events::EventRow;
+use crate::db::guests::GuestRow;
+use crate::error::ApiError;
+
+/// A guest of some event (handlers check which).
+pub struct Guest(pub GuestRow);
+
+/// The organiser of one event.
+pub struct Organiser(pub EventRow);
+
+/// The instance admin.
+pub struct Admin;
+
+/// Whoever may read an event's photos: one of its guests or its organiser (or both, when a
+/// browser holds both cookies).
+pub struct Viewer {
+    pub guest: Option<GuestRow>,
+    pub organiser: Option<EventRow>,
+}
+
+impl Viewer {
+    pub fn can_see_event(&self, event_id: uuid::Uuid) -> bool {
+        self.is_organiser_of(event_id)
+            || self.guest.as_ref().is_some_and(|g| g.event_id == event_id)
+    }
+
+    pub fn is_organiser_of(&self, event_id: uuid::Uuid) -> bool {
+        self.organiser.as_ref().is_some_and(|e| e.id == event_id)
+    }
+
+    pub fn guest_id(&self) -> Option<uuid::Uuid> {
+        self.guest.as_ref().map(|g| g.id)
+    }
+}
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
+    parts
+        .headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Refuses a cookie-authenticated write started by another site's page.
+fn check_origin(parts: &Parts, state: &AppState) -> Result<(), ApiError> {
+    if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        return Ok(());
+    }
+    let Some(origin) = parts.headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let origin = origin.to_str().unwrap_or_default();
+    let origin_authority = origin.split_once("://").map(|(_, a)| a).unwrap_or_default();
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok());
+    let public_authority = state.settings.public_url.split_once("://").map(|(_, a)| a);
+    if !origin_authority.is_empty()
+        && (Some(origin_authority) == host || Some(origin_authority) == public_authority)
+    {
+        Ok(())
+    } else {
+        Err(ApiError::CrossOrigin)
+    }
+}
+
+async fn guest_by_token(state: &AppState, token: &str) -> Result<Option<GuestRow>, ApiError> {
+    if !token.starts_with(GUEST_PREFIX) {
+        return Ok(None);
+    }
+    Ok(state
+        .db
+        .guest_by_token_hash(&auth::token_digest(token))
+        .await?)
+}
+
+async fn organiser_by_token(state: &AppState, token: &str) -> Result<Option<EventRow>, ApiError> {
+    if !token.starts_with(ORGANISER_PREFIX) {
+        return Ok(None);
+    }
+    Ok(state.db.organiser_event(&auth::token_digest(token)).await?)
+}
+
+impl FromRequestParts<AppState> for Guest {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let (token, by_cookie) = match bearer(parts) {
+            Some(token) => (token, false),
+            None => (
+                cookie(parts, GUEST_COOKIE).ok_or(ApiError::Unauthenticated)?,
+                true,
+            ),
+        };
+        let guest = guest_by_token(state, token)
+            .await?
+            .ok_or(ApiError::Unauthenticated)?;
+        if by_cookie {
+            check_origin(parts, state)?;
+        }
+        Ok(Guest(guest))
+    }
+}
+
+impl FromRequestParts<AppState> for Organiser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let viewer = Viewer::from_request_parts(parts, state).await?;
+        viewer.organiser.map(Organiser).ok_or(ApiError::Forbidden)
+    }
+}
+
+impl FromRequestParts<AppState> for Viewer {
+    type Rejection = ApiError;
+
+    /// 401 unless at least one valid guest or organiser credential is present.
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let viewer = match bearer(parts) {
+            Some(token) => Viewer {
+                guest: guest_by_token(state, token).await?,
+                organiser: organiser_by_token(state, token).await?,
+            },
+            None => {
+                let guest = match cookie(parts, GUEST_COOKIE) {
+                    Some(token) => guest_by_token(state, token).await?,
+                    None => None,
+                };
+                let organiser = match cookie(parts, ORGANISER_COOKIE) {
+                    Some(token) => organiser_by_token(state, token).await?,
+                    None => None,
+                };
+                if guest.is_some() || organiser.is_some() {
+                    check_origin(parts, state)?;
+                }
+                Viewer { guest, organiser }
+            }
+        };
+        if viewer.guest.is_none() && viewer.organiser.is_none() {
+            return Err(ApiError::Unauthenticated);
+        }
+        Ok(viewer)
+    }
+}
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match bearer(parts) {
+            Some(token)
+                if auth::constant_time_eq(token.as_bytes(), state.admin_token.as_bytes()) =>
+            {
+                Ok(Admin)
+            }
+            _ => match Viewer::from_request_parts(parts, state).await {
+                Ok(_) => Err(ApiError::Forbidden),
+                Err(e) => Err(e),
+            },
+        }
+    }
+}
+
+/// The client's address, for login throttling.
+pub fn client_ip(parts: &Parts) -> std::net::IpAddr {
+    parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]))
+}
+
+/// A JSON body whose rejections are problem+json like every other error.
+pub struct JsonBody<T>(pub T);
+
+impl<T, S> axum::extract::FromRequest<S> for JsonBody<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Json::<T>::from_request(request, state).await {
+            Ok(axum::Json(value)) => Ok(JsonBody(value)),
+            Err(rejection) => Err(ApiError::InvalidRequest(rejection.body_text())),
+        }
+    }
+}

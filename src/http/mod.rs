@@ -1,0 +1,30 @@
+//! HTTP: one module per resource, each exporting its routes; `routes` merges them.
+//! Handlers stay short: parse, call one use case, map the result to a response.
+
+pub mod events;
+pub mod extract;
+pub mod guests;
+pub mod media;
+pub mod organiser;
+pub mod pages;
+pub mod system;
+pub mod uploads;
+pub mod views;
+
+use axum::Router;
+
+use crate::app::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .merge(system::routes())
+        .merge(events::routes())
+        .merge(guests::routes())
+        .merge(organiser::routes())
+        .merge(uploads::routes())
+        .merge(media::routes())
+        .merge(pages::routes())
+}
+
+/// `Idempotent-Replayed: true`, on answers that repeat an earlier one.
+pub const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";

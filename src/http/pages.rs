@@ -1,0 +1,31 @@
+//! The web page, embedded in the binary: `/` and every event link serve the same page.
+
+use axum::Router;
+use axum::http::header;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+
+use crate::app::AppState;
+
+const INDEX_HTML: &str = include_str!("../../static/index.html");
+const STYLE_CSS: &str = include_str!("../../static/style.css");
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(index))
+        .route("/e/{slug}", get(index))
+        .route("/e/{slug}/organiser", get(index))
+        .route(
+            "/static/style.css",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+                    STYLE_CSS,
+                )
+            }),
+        )
+}
+
+async fn index() -> impl IntoResponse {
+    ([(header::CACHE_CONTROL, "no-cache")], Html(INDEX_HTML))
+}

@@ -1,0 +1,111 @@
+//! The JSON shapes of the contract (API.md): what a client sees of events and uploads.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::db::events::EventRow;
+use crate::db::uploads::UploadRow;
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+#[derive(Serialize)]
+pub struct EventJson {
+    pub id: Uuid,
+    pub slug: String,
+    pub name: String,
+    pub join_token: String,
+    pub join_url: String,
+    pub guest_quota_bytes: i64,
+    pub uploads_open: bool,
+    pub created_at: String,
+}
+
+impl EventJson {
+    pub fn new(event: &EventRow, public_url: &str) -> Self {
+        Self {
+            id: event.id,
+            slug: event.slug.clone(),
+            name: event.name.clone(),
+            join_token: event.join_token.clone(),
+            join_url: crate::events::join_url(public_url, event),
+            guest_quota_bytes: event.guest_quota_bytes,
+            uploads_open: event.uploads_open,
+            created_at: rfc3339(event.created_at),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct GuestRef {
+    pub id: Uuid,
+    pub display_name: String,
+}
+
+#[derive(Serialize)]
+pub struct UploadUrls {
+    pub original: String,
+    pub preview: Option<String>,
+    pub thumb: Option<String>,
+}
+
+/// The Upload, as every read shows it: live state, relative media URLs.
+#[derive(Serialize)]
+pub struct UploadJson {
+    pub id: Uuid,
+    pub event: String,
+    pub guest: GuestRef,
+    pub client_upload_id: Option<Uuid>,
+    pub filename: String,
+    pub caption: Option<String>,
+    pub content_type: String,
+    pub bytes: i64,
+    pub sha256: String,
+    pub width: i32,
+    pub height: i32,
+    pub taken_at: Option<String>,
+    pub created_at: String,
+    pub status: String,
+    pub likes: i64,
+    pub liked_by_me: bool,
+    pub comments: i64,
+    pub urls: UploadUrls,
+}
+
+impl UploadJson {
+    pub fn new(row: &UploadRow) -> Self {
+        Self {
+            id: row.id,
+            event: row.event_slug.clone(),
+            guest: GuestRef {
+                id: row.guest_id,
+                display_name: row.guest_display_name.clone(),
+            },
+            client_upload_id: row.client_upload_id,
+            filename: row.filename.clone(),
+            caption: row.caption.clone(),
+            content_type: row.content_type.clone(),
+            bytes: row.bytes,
+            sha256: row.sha256.clone(),
+            width: row.width,
+            height: row.height,
+            taken_at: row.taken_at.map(rfc3339),
+            created_at: rfc3339(row.created_at),
+            status: if row.hidden {
+                "hidden".into()
+            } else {
+                row.status.clone()
+            },
+            likes: 0,
+            liked_by_me: false,
+            comments: 0,
+            urls: UploadUrls {
+                original: format!("/api/v1/uploads/{}/original", row.id),
+                preview: None,
+                thumb: None,
+            },
+        }
+    }
+}

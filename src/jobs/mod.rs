@@ -1,0 +1,3 @@
+//! Background work that keeps storage and database consistent after crashes.
+
+pub mod orphans;

@@ -1,0 +1,55 @@
+//! The orphan sweep, run at start: temporary blobs left by a crash or a killed request.
+//! A temporary blob whose upload row committed is moved to its final key (the process died
+//! between commit and move); one without a live row is deleted. Blobs younger than
+//! `MIN_AGE` are left alone: another instance sharing the store may still be receiving them.
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use crate::app::AppState;
+use crate::blobs::BlobKey;
+
+const MIN_AGE: Duration = Duration::from_secs(15 * 60);
+
+pub fn spawn_sweep(state: AppState) {
+    tokio::spawn(async move {
+        match sweep(&state, MIN_AGE).await {
+            Ok((0, 0)) => {}
+            Ok((finalized, deleted)) => tracing::info!(finalized, deleted, "orphan sweep done"),
+            Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),
+        }
+    });
+}
+
+/// Returns how many blobs were finalized and how many deleted.
+pub async fn sweep(state: &AppState, min_age: Duration) -> anyhow::Result<(usize, usize)> {
+    let (mut finalized, mut deleted) = (0, 0);
+    let now = Utc::now();
+    for (id, meta) in state.blobs.list_temp().await? {
+        if (now - meta.last_modified).to_std().unwrap_or_default() < min_age {
+            continue;
+        }
+        let temp = BlobKey::Temp(id);
+        match state.db.upload_by_id(id).await? {
+            Some(row) if row.deleted_at.is_none() => {
+                state
+                    .blobs
+                    .rename(
+                        temp,
+                        BlobKey::Original {
+                            event_id: row.event_id,
+                            upload_id: id,
+                        },
+                    )
+                    .await?;
+                finalized += 1;
+            }
+            _ => {
+                state.blobs.delete(temp).await?;
+                deleted += 1;
+            }
+        }
+    }
+    Ok((finalized, deleted))
+}

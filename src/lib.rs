@@ -1,0 +1,32 @@
+//! Confetti: a self-hosted photo-upload gallery for events.
+
+/// Shared state, router, layers and `serve(listener, state, shutdown)`.
+pub mod app;
+/// Tokens, cookies and password hashing.
+pub mod auth;
+/// Blob storage over `object_store` with typed keys and the temporary-blob guard.
+pub mod blobs;
+/// Running CPU-bound and blocking work off the async runtime, bounded.
+pub mod blocking;
+/// Start-up chores: public URL, admin token, demo event, printing join links and QR codes.
+pub mod bootstrap;
+/// Command-line and environment configuration.
+pub mod config;
+/// The database over SQLite or PostgreSQL: one query, both backends.
+pub mod db;
+/// Input values that parse (names, captions, keys, slugs, passwords).
+pub mod domain;
+/// `ApiError` and its problem+json rendering.
+pub mod error;
+/// Creating events and their join links.
+pub mod events;
+/// HTTP handlers, one module per resource, and the extractors for principals.
+pub mod http;
+/// The upload use case: stream, probe, deduplicate, commit.
+pub mod ingest;
+/// Background sweeps that bring storage back in line after a crash.
+pub mod jobs;
+/// Image probing (and, later, derivatives): synchronous code for the blocking pool.
+pub mod media;
+/// Organiser login throttling.
+pub mod throttle;

@@ -1,0 +1,7 @@
+//! Image work, all synchronous: callers run it through `Blocking::media`.
+//! `probe` reads what ingest needs from an image's header (format, dimensions, orientation,
+//! capture time) and refuses what is not a whole image of a supported kind, without decoding.
+
+pub mod probe;
+
+pub use probe::{ImageFormat, Probe, ProbeError, Sniffed, Sniffer};
