@@ -81,7 +81,7 @@ pub async fn ingest(
                 }
                 return Err(refusal);
             }
-            Ok(_) => {}
+            Ok(found) => upload.replay = found,
         }
     }
 

@@ -1,0 +1,1086 @@
+//! Upload benchmark: peak server memory, throughput against a bare streaming handler, and the
+//! latency of an idempotent replay. A harness that prints figures, not a test; the figures
+//! and the command that produced them are recorded in `docs/benchmarks.md`.
+//!
+//! ```text
+//! cargo build --release
+//! cargo run --release --example bench_upload -- [--rounds 2] [--uploads 64,256,256] ...
+//! ```
+//!
+//! It starts `target/release/confetti serve` as a child process (fresh temp data dir, SQLite,
+//! random loopback port, `--no-demo`), and this same example binary again in
+//! `--bare-server PORT DIR` mode: a bare axum handler that accepts the same multipart body,
+//! streams the file part to a file while hashing it with SHA-256 and answers 201 — the raw
+//! limit of this machine. All traffic goes to 127.0.0.1; every loop is bounded; both
+//! children are killed at the end, on error and on Ctrl-C.
+//!
+//! * Figure A — peak RSS (`VmHWM`) of the server while 32 clients upload the same ~5 MB JPEG
+//!   at once (the peak is reset through `/proc/<pid>/clear_refs` first, where the kernel
+//!   allows it); `VmRSS` before and after.
+//! * Figure B — throughput (MB/s with MB = 10^6 bytes, uploads/s) at concurrency 1, 8, 32,
+//!   each upload with a fresh `client_upload_id` part sent before the file part; the same
+//!   against the bare server, alternating between the two servers round by round; the ratio
+//!   confetti / bare of the best rounds.
+//! * Figure C — p50/p99 latency at concurrency 1 of a fresh upload versus a replay of an
+//!   already stored upload with its key in `Idempotency-Key` (the whole 5 MB body is sent
+//!   anyway, as a phone retrying would), interleaved fresh, replay, fresh, replay, …
+
+use std::io::{BufRead, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail, ensure};
+use bytes::Bytes;
+use clap::Parser;
+use uuid::Uuid;
+
+#[derive(Parser, Debug, Clone)]
+#[command(about = "Confetti upload benchmark (run `cargo build --release` first)")]
+struct Args {
+    /// The confetti binary (default: target/release/confetti of this package).
+    #[arg(long)]
+    confetti_bin: Option<PathBuf>,
+
+    /// Target size of the generated JPEG, in bytes.
+    #[arg(long, default_value_t = 5_000_000)]
+    jpeg_bytes: usize,
+
+    /// Concurrency levels of figure B.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+    concurrency: Vec<usize>,
+
+    /// Measured uploads per round at each concurrency level of figure B (same order).
+    #[arg(long, value_delimiter = ',', default_value = "64,256,256")]
+    uploads: Vec<usize>,
+
+    /// Rounds of figure B; each round measures confetti then the bare server. The best round
+    /// of each is reported (the machine is shared and noisy), every round is listed.
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
+
+    /// Concurrent uploads of figure A.
+    #[arg(long, default_value_t = 32)]
+    rss_concurrency: usize,
+
+    /// Uploads of figure A (spread over `rss_concurrency` clients).
+    #[arg(long, default_value_t = 64)]
+    rss_uploads: usize,
+
+    /// Samples of figure C, for fresh uploads and for replays each.
+    #[arg(long, default_value_t = 200)]
+    latency_samples: usize,
+
+    /// Skip the figure(s): any of a, b, c.
+    #[arg(long, value_delimiter = ',')]
+    skip: Vec<String>,
+
+    /// Internal: run as the bare reference server on 127.0.0.1:PORT, storing files in DIR.
+    #[arg(long, num_args = 2, value_names = ["PORT", "DIR"], hide = true)]
+    bare_server: Option<Vec<String>>,
+}
+
+const ADMIN_TOKEN: &str = "bench-admin-token-0123456789abcdef";
+const FILE_NAME: &str = "IMG_0001.jpg";
+const MB: f64 = 1_000_000.0;
+/// Requests that get no answer in this long fail the benchmark instead of hanging it.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if let Some(bare) = &args.bare_server {
+        return match bare::run(&bare[0], Path::new(&bare[1])) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bare server: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            result = bench(args) => result,
+            _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted")),
+        }
+    });
+    // `bench` dropped its children (killed, reaped) and temp dirs by now.
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench_upload: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The benchmark
+
+async fn bench(args: Args) -> Result<()> {
+    ensure!(
+        args.concurrency.len() == args.uploads.len(),
+        "--concurrency and --uploads need as many entries each"
+    );
+    ensure!(
+        args.concurrency.iter().all(|&c| c >= 1) && args.rounds >= 1,
+        "concurrency and rounds must be at least 1"
+    );
+    let skip = |f: &str| args.skip.iter().any(|s| s.eq_ignore_ascii_case(f));
+    let confetti_bin = args
+        .confetti_bin
+        .clone()
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/confetti"));
+    ensure!(
+        confetti_bin.is_file(),
+        "{} does not exist: run `cargo build --release` first (or pass --confetti-bin)",
+        confetti_bin.display()
+    );
+    let machine = Machine::read();
+    let started_at = chrono::Utc::now();
+    eprintln!(
+        "machine: {} cores, {}; load average {}",
+        machine.cores, machine.cpu, machine.loadavg
+    );
+
+    let t = Instant::now();
+    let jpeg = make_jpeg(args.jpeg_bytes)?;
+    eprintln!(
+        "JPEG: {}x{}, {} bytes ({:.2} MB), quality 92, generated in {:.1} s",
+        jpeg.width,
+        jpeg.height,
+        jpeg.bytes.len(),
+        jpeg.bytes.len() as f64 / MB,
+        t.elapsed().as_secs_f64()
+    );
+
+    let max_workers = args
+        .concurrency
+        .iter()
+        .copied()
+        .chain([args.rss_concurrency, 1])
+        .max()
+        .unwrap_or(1);
+
+    // Children are killed and reaped when these guards drop, before their temp dirs go.
+    let confetti = Server::start_confetti(&confetti_bin).await?;
+    let bare = Server::start_bare().await?;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(REQUEST_TIMEOUT)
+        .pool_max_idle_per_host(256)
+        .build()?;
+    let event = setup_event(&client, &confetti, max_workers).await?;
+    let confetti_target = Target {
+        name: "confetti",
+        url: format!("{}/api/v1/events/{}/uploads", confetti.base, event.slug),
+        tokens: event.guest_tokens.clone(),
+    };
+    let bare_target = Target {
+        name: "bare",
+        url: format!("{}/api/v1/events/{}/uploads", bare.base, event.slug),
+        tokens: event.guest_tokens.clone(),
+    };
+
+    let mut report = String::new();
+    let line = |report: &mut String, s: String| {
+        report.push_str(&s);
+        report.push('\n');
+    };
+    line(&mut report, "# Confetti upload benchmark\n".into());
+    line(
+        &mut report,
+        format!(
+            "- date: {}\n- machine: {} cores (`nproc`), CPU `{}`, {} MiB RAM; load average at start {}\n- JPEG: {}x{}, {} bytes, quality 92\n- confetti: `{}` (SQLite and blobs in a fresh temp dir, loopback)\n",
+            started_at.format("%Y-%m-%d %H:%M UTC"),
+            machine.cores,
+            machine.cpu,
+            machine.mem_mib,
+            machine.loadavg,
+            jpeg.width,
+            jpeg.height,
+            jpeg.bytes.len(),
+            confetti_bin.display()
+        ),
+    );
+
+    let body = jpeg.bytes.clone();
+
+    // Figure A: first, on a fresh server, so nothing earlier inflates the peak.
+    if !skip("a") {
+        eprintln!(
+            "figure A: {} uploads at concurrency {}",
+            args.rss_uploads, args.rss_concurrency
+        );
+        let pid = confetti.pid();
+        let before = proc_status(pid)?;
+        let reset = reset_peak(pid);
+        let run = run_uploads(
+            &client,
+            &confetti_target,
+            &body,
+            args.rss_uploads,
+            args.rss_concurrency,
+        )
+        .await?;
+        let after = proc_status(pid)?;
+        line(&mut report, "## Figure A — peak server RSS\n".into());
+        line(
+            &mut report,
+            format!(
+                "{} uploads of the {:.2} MB JPEG by {} concurrent clients ({:.1} s, {:.1} MB/s).\n",
+                args.rss_uploads,
+                body.len() as f64 / MB,
+                args.rss_concurrency,
+                run.wall.as_secs_f64(),
+                run.mb_per_s(body.len())
+            ),
+        );
+        line(&mut report, "| measure | value |".into());
+        line(&mut report, "| --- | --- |".into());
+        line(
+            &mut report,
+            format!(
+                "| VmRSS before (idle, event and guests created) | {:.1} MiB |",
+                kib_to_mib(before.rss_kib)
+            ),
+        );
+        line(
+            &mut report,
+            format!(
+                "| **VmHWM (peak RSS) during the run** | **{:.1} MiB** ({:.1} MB){} |",
+                kib_to_mib(after.hwm_kib),
+                after.hwm_kib as f64 * 1024.0 / MB,
+                if reset {
+                    ""
+                } else {
+                    "; peak not reset, counts since start"
+                }
+            ),
+        );
+        line(
+            &mut report,
+            format!("| VmRSS after | {:.1} MiB |", kib_to_mib(after.rss_kib)),
+        );
+        let verdict = if (after.hwm_kib as f64 * 1024.0) < 100.0 * MB {
+            "met"
+        } else {
+            "MISSED"
+        };
+        line(
+            &mut report,
+            format!("| target: peak under 100 MB | {verdict} |\n"),
+        );
+    }
+
+    // Figure B: alternating servers round by round, so drift in background load hits both.
+    if !skip("b") {
+        line(
+            &mut report,
+            "## Figure B — upload throughput on loopback\n".into(),
+        );
+        line(
+            &mut report,
+            "Best round of each server; MB = 10^6 bytes; latency per request (send to full answer).\n"
+                .into(),
+        );
+        line(
+            &mut report,
+            "| concurrency | uploads | confetti MB/s | confetti uploads/s | confetti p50 / p99 ms | bare MB/s | bare uploads/s | bare p50 / p99 ms | ratio confetti/bare |".into(),
+        );
+        line(
+            &mut report,
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".into(),
+        );
+        let mut all_rounds = String::new();
+        let mut ratio_at_8 = None;
+        for (&c, &n) in args.concurrency.iter().zip(&args.uploads) {
+            let mut best: [Option<Run>; 2] = [None, None];
+            for round in 1..=args.rounds {
+                for (i, target) in [&confetti_target, &bare_target].into_iter().enumerate() {
+                    // Warm-up: one upload per client, connections open; not measured.
+                    run_uploads(&client, target, &body, c, c).await?;
+                    let run = run_uploads(&client, target, &body, n, c).await?;
+                    eprintln!(
+                        "figure B: c={c} round {round} {:<8} {:7.1} MB/s {:6.1} uploads/s p50 {:.1} ms p99 {:.1} ms",
+                        target.name,
+                        run.mb_per_s(body.len()),
+                        run.per_s(),
+                        ms(run.p(50.0)),
+                        ms(run.p(99.0))
+                    );
+                    all_rounds.push_str(&format!(
+                        "| {c} | {round} | {} | {:.1} | {:.1} | {:.1} / {:.1} |\n",
+                        target.name,
+                        run.mb_per_s(body.len()),
+                        run.per_s(),
+                        ms(run.p(50.0)),
+                        ms(run.p(99.0))
+                    ));
+                    if best[i].as_ref().is_none_or(|b| run.wall < b.wall) {
+                        best[i] = Some(run);
+                    }
+                }
+            }
+            let [Some(cf), Some(bs)] = best else {
+                unreachable!("at least one round ran")
+            };
+            let ratio = bs.wall.as_secs_f64() / cf.wall.as_secs_f64();
+            if c == 8 {
+                ratio_at_8 = Some(ratio);
+            }
+            line(
+                &mut report,
+                format!(
+                    "| {c} | {n} | {:.1} | {:.1} | {:.1} / {:.1} | {:.1} | {:.1} | {:.1} / {:.1} | **{:.2}** |",
+                    cf.mb_per_s(body.len()),
+                    cf.per_s(),
+                    ms(cf.p(50.0)),
+                    ms(cf.p(99.0)),
+                    bs.mb_per_s(body.len()),
+                    bs.per_s(),
+                    ms(bs.p(50.0)),
+                    ms(bs.p(99.0)),
+                    ratio
+                ),
+            );
+        }
+        if let Some(r) = ratio_at_8 {
+            line(
+                &mut report,
+                format!(
+                    "\nTarget at concurrency 8: ratio at least 0.80 — {} ({r:.2}).\n",
+                    if r >= 0.8 { "met" } else { "MISSED" }
+                ),
+            );
+        } else {
+            line(&mut report, String::new());
+        }
+        line(&mut report, "Every round:\n".into());
+        line(
+            &mut report,
+            "| concurrency | round | server | MB/s | uploads/s | p50 / p99 ms |".into(),
+        );
+        line(
+            &mut report,
+            "| ---: | ---: | --- | ---: | ---: | ---: |".into(),
+        );
+        report.push_str(&all_rounds);
+        line(&mut report, String::new());
+    }
+
+    // Figure C: fresh upload vs replay, interleaved at concurrency 1.
+    if !skip("c") {
+        let n = args.latency_samples;
+        eprintln!("figure C: {n} fresh uploads and {n} replays, interleaved, concurrency 1");
+        let token = &confetti_target.tokens[0];
+        // Warm-up, not measured.
+        for _ in 0..3 {
+            let key = Uuid::new_v4();
+            upload_once(
+                &client,
+                &confetti_target.url,
+                token,
+                &body,
+                Some(key),
+                Some(key),
+            )
+            .await?;
+            upload_once(
+                &client,
+                &confetti_target.url,
+                token,
+                &body,
+                Some(key),
+                Some(key),
+            )
+            .await?;
+        }
+        let mut fresh = Vec::with_capacity(n);
+        let mut replay = Vec::with_capacity(n);
+        for _ in 0..n {
+            let key = Uuid::new_v4();
+            let (status, replayed, d) = upload_once(
+                &client,
+                &confetti_target.url,
+                token,
+                &body,
+                Some(key),
+                Some(key),
+            )
+            .await?;
+            ensure!(
+                status == 201 && !replayed,
+                "a fresh upload was answered {status}"
+            );
+            fresh.push(d);
+            let (status, replayed, d) = upload_once(
+                &client,
+                &confetti_target.url,
+                token,
+                &body,
+                Some(key),
+                Some(key),
+            )
+            .await?;
+            ensure!(
+                status == 200 && replayed,
+                "a replay was answered {status} (Idempotent-Replayed: {replayed})"
+            );
+            replay.push(d);
+        }
+        let fresh = Run::new(fresh, Duration::ZERO);
+        let replay = Run::new(replay, Duration::ZERO);
+        line(
+            &mut report,
+            "## Figure C — replay versus fresh upload, concurrency 1\n".into(),
+        );
+        line(
+            &mut report,
+            format!(
+                "{n} samples each, interleaved; both requests carry the key in `Idempotency-Key` and in a `client_upload_id` part before the file, and the whole {:.2} MB body.\n",
+                body.len() as f64 / MB
+            ),
+        );
+        line(
+            &mut report,
+            "| request | answer | p50 ms | p99 ms | mean ms |".into(),
+        );
+        line(&mut report, "| --- | --- | ---: | ---: | ---: |".into());
+        for (name, answer, run) in [
+            ("fresh upload (new key)", "201", &fresh),
+            ("replay (stored key)", "200, Idempotent-Replayed", &replay),
+        ] {
+            line(
+                &mut report,
+                format!(
+                    "| {name} | {answer} | {:.1} | {:.1} | {:.1} |",
+                    ms(run.p(50.0)),
+                    ms(run.p(99.0)),
+                    ms(run.mean())
+                ),
+            );
+        }
+        line(&mut report, String::new());
+    }
+
+    // Whole-run peaks, for context.
+    let confetti_end = proc_status(confetti.pid())?;
+    let bare_end = proc_status(bare.pid())?;
+    line(&mut report, "## Peaks over the whole run\n".into());
+    line(&mut report, "| process | VmHWM | VmRSS at end |".into());
+    line(&mut report, "| --- | ---: | ---: |".into());
+    for (name, s) in [("confetti", &confetti_end), ("bare", &bare_end)] {
+        line(
+            &mut report,
+            format!(
+                "| {name} | {:.1} MiB | {:.1} MiB |",
+                kib_to_mib(s.hwm_kib),
+                kib_to_mib(s.rss_kib)
+            ),
+        );
+    }
+    line(
+        &mut report,
+        format!(
+            "\nload average at end: {}; wall time {:.0} s",
+            Machine::read().loadavg,
+            (chrono::Utc::now() - started_at).num_milliseconds() as f64 / 1000.0
+        ),
+    );
+
+    println!("{report}");
+    drop(bare);
+    drop(confetti);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driving uploads
+
+struct Target {
+    name: &'static str,
+    url: String,
+    /// One guest per concurrent client.
+    tokens: Vec<String>,
+}
+
+struct Run {
+    /// Sorted.
+    latencies: Vec<Duration>,
+    wall: Duration,
+}
+
+impl Run {
+    fn new(mut latencies: Vec<Duration>, wall: Duration) -> Self {
+        latencies.sort();
+        Self { latencies, wall }
+    }
+    fn per_s(&self) -> f64 {
+        self.latencies.len() as f64 / self.wall.as_secs_f64()
+    }
+    fn mb_per_s(&self, size: usize) -> f64 {
+        self.per_s() * size as f64 / MB
+    }
+    /// Nearest-rank percentile.
+    fn p(&self, pct: f64) -> Duration {
+        let n = self.latencies.len();
+        if n == 0 {
+            return Duration::ZERO;
+        }
+        let rank = ((pct / 100.0) * n as f64).ceil() as usize;
+        self.latencies[rank.clamp(1, n) - 1]
+    }
+    fn mean(&self) -> Duration {
+        let n = self.latencies.len().max(1) as u32;
+        self.latencies.iter().sum::<Duration>() / n
+    }
+}
+
+/// `total` fresh uploads by `concurrency` clients, each with a new `client_upload_id` part
+/// before the file part; every answer must be 201.
+async fn run_uploads(
+    client: &reqwest::Client,
+    target: &Target,
+    body: &Bytes,
+    total: usize,
+    concurrency: usize,
+) -> Result<Run> {
+    ensure!(
+        target.tokens.len() >= concurrency,
+        "not enough guests for concurrency {concurrency}"
+    );
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let mut workers = tokio::task::JoinSet::new();
+    for w in 0..concurrency {
+        let client = client.clone();
+        let url = target.url.clone();
+        let token = target.tokens[w].clone();
+        let body = body.clone();
+        let next = next.clone();
+        workers.spawn(async move {
+            let mut latencies = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < total {
+                let (status, _, d) =
+                    upload_once(&client, &url, &token, &body, Some(Uuid::new_v4()), None).await?;
+                ensure!(status == 201, "an upload to {url} was answered {status}");
+                latencies.push(d);
+            }
+            anyhow::Ok(latencies)
+        });
+    }
+    let mut latencies = Vec::with_capacity(total);
+    while let Some(joined) = workers.join_next().await {
+        latencies.extend(joined.context("an upload worker panicked")??);
+    }
+    Ok(Run::new(latencies, start.elapsed()))
+}
+
+/// One upload; returns the status, whether it was marked as a replay, and its latency
+/// (from sending to having read the whole answer).
+async fn upload_once(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    body: &Bytes,
+    part_key: Option<Uuid>,
+    header_key: Option<Uuid>,
+) -> Result<(u16, bool, Duration)> {
+    use reqwest::multipart::{Form, Part};
+    let mut form = Form::new();
+    if let Some(key) = part_key {
+        form = form.text("client_upload_id", key.to_string());
+    }
+    let file = Part::stream_with_length(reqwest::Body::from(body.clone()), body.len() as u64)
+        .file_name(FILE_NAME)
+        .mime_str("image/jpeg")?;
+    form = form.part("file", file);
+    let mut request = client.post(url).bearer_auth(token).multipart(form);
+    if let Some(key) = header_key {
+        request = request.header("Idempotency-Key", key.to_string());
+    }
+    let start = Instant::now();
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("POST {url}"))?;
+    let status = response.status().as_u16();
+    let replayed = response
+        .headers()
+        .get("idempotent-replayed")
+        .is_some_and(|v| v == "true");
+    let answer = response.bytes().await?;
+    let elapsed = start.elapsed();
+    if !(200..300).contains(&status) {
+        bail!(
+            "POST {url} → {status}: {}",
+            String::from_utf8_lossy(&answer[..answer.len().min(500)])
+        );
+    }
+    Ok((status, replayed, elapsed))
+}
+
+struct BenchEvent {
+    slug: String,
+    guest_tokens: Vec<String>,
+}
+
+/// One event with a practically unlimited guest quota, and `guests` guests.
+async fn setup_event(
+    client: &reqwest::Client,
+    confetti: &Server,
+    guests: usize,
+) -> Result<BenchEvent> {
+    let response = client
+        .post(format!("{}/api/v1/events", confetti.base))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&serde_json::json!({
+            "name": "Benchmark",
+            "organiser_password": "benchmark-password",
+            "guest_quota_bytes": 1_i64 << 50,
+        }))
+        .send()
+        .await?;
+    ensure!(
+        response.status() == 201,
+        "creating the event: {} {}",
+        response.status(),
+        response.text().await.unwrap_or_default()
+    );
+    let event: serde_json::Value = response.json().await?;
+    let slug = event["slug"]
+        .as_str()
+        .context("event without slug")?
+        .to_owned();
+    let join_token = event["join_token"]
+        .as_str()
+        .context("event without join_token")?
+        .to_owned();
+    let mut guest_tokens = Vec::with_capacity(guests);
+    for i in 0..guests {
+        let response = client
+            .post(format!("{}/api/v1/events/{slug}/guests", confetti.base))
+            .json(&serde_json::json!({
+                "join_token": join_token,
+                "display_name": format!("Bench guest {i}"),
+            }))
+            .send()
+            .await?;
+        ensure!(
+            response.status() == 201,
+            "joining: {} {}",
+            response.status(),
+            response.text().await.unwrap_or_default()
+        );
+        let joined: serde_json::Value = response.json().await?;
+        guest_tokens.push(
+            joined["token"]
+                .as_str()
+                .context("join without token")?
+                .to_owned(),
+        );
+    }
+    Ok(BenchEvent { slug, guest_tokens })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+/// A server child process; killed and reaped on drop, before its temp dir is removed.
+struct Server {
+    name: &'static str,
+    child: Child,
+    /// Held open: the bare server exits when it reads end-of-file here.
+    _stdin: Option<ChildStdin>,
+    base: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start_confetti(bin: &Path) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("confetti-bench-")
+            .tempdir()?;
+        let addr = free_loopback_port()?;
+        let log = dir.path().join("server.log");
+        let log_file = std::fs::File::create(&log)?;
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data)?;
+        let child = Command::new(bin)
+            .args(["serve", "--no-demo", "--bind"])
+            .arg(addr.to_string())
+            .arg("--data-dir")
+            .arg(&data)
+            .env("CONFETTI_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("CONFETTI_PUBLIC_URL", format!("http://{addr}"))
+            .env_remove("DATABASE_URL")
+            .env_remove("CONFETTI_STORAGE")
+            .env_remove("CONFETTI_DATA_DIR")
+            .env_remove("CONFETTI_BIND")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        let server = Server {
+            name: "confetti",
+            child,
+            _stdin: None,
+            base: format!("http://{addr}"),
+            log,
+            _dir: dir,
+        };
+        server.wait_healthy().await?;
+        Ok(server)
+    }
+
+    async fn start_bare() -> Result<Self> {
+        let dir = tempfile::Builder::new().prefix("bare-bench-").tempdir()?;
+        let addr = free_loopback_port()?;
+        let log = dir.path().join("server.log");
+        let log_file = std::fs::File::create(&log)?;
+        let files = dir.path().join("files");
+        std::fs::create_dir_all(&files)?;
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg("--bare-server")
+            .arg(addr.port().to_string())
+            .arg(&files)
+            .stdin(Stdio::piped())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .spawn()
+            .context("starting the bare server")?;
+        let stdin = child.stdin.take();
+        let server = Server {
+            name: "bare",
+            child,
+            _stdin: stdin,
+            base: format!("http://{addr}"),
+            log,
+            _dir: dir,
+        };
+        server.wait_healthy().await?;
+        Ok(server)
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Polls `/healthz` for at most 60 s.
+    async fn wait_healthy(&self) -> Result<()> {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(2))
+            .build()?;
+        let url = format!("{}/healthz", self.base);
+        for _ in 0..600 {
+            if let Ok(r) = client.get(&url).send().await
+                && r.status().is_success()
+            {
+                return Ok(());
+            }
+            // Borrowing `child` mutably is not possible here; /proc tells whether it lives.
+            if !Path::new(&format!("/proc/{}", self.pid())).exists() || is_zombie(self.pid()) {
+                bail!(
+                    "the {} server exited before serving; its log:\n{}",
+                    self.name,
+                    tail(&self.log, 40)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!(
+            "the {} server did not answer {url} within 60 s; its log:\n{}",
+            self.name,
+            tail(&self.log, 40)
+        )
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free port on 127.0.0.1 (closed again right away; the child binds it a moment later).
+fn free_loopback_port() -> Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?)
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(true)
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let Ok(file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let all: Vec<String> = std::io::BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+struct ProcStatus {
+    rss_kib: u64,
+    hwm_kib: u64,
+}
+
+fn proc_status(pid: u32) -> Result<ProcStatus> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("reading /proc/{pid}/status"))?;
+    let field = |name: &str| -> Result<u64> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .with_context(|| format!("no {name} in /proc/{pid}/status"))
+    };
+    Ok(ProcStatus {
+        rss_kib: field("VmRSS:")?,
+        hwm_kib: field("VmHWM:")?,
+    })
+}
+
+/// Resets the peak RSS (`VmHWM`) to the current RSS (Linux ≥ 4.0); false when refused.
+fn reset_peak(pid: u32) -> bool {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/{pid}/clear_refs"))
+        .and_then(|mut f| f.write_all(b"5"))
+        .is_ok()
+}
+
+fn kib_to_mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+struct Machine {
+    cores: usize,
+    cpu: String,
+    mem_mib: u64,
+    loadavg: String,
+}
+
+impl Machine {
+    fn read() -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu = cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_owned())
+            .unwrap_or_else(|| "unknown".into());
+        let mem_mib = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("MemTotal:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })
+            .map(|kib| kib / 1024)
+            .unwrap_or(0);
+        let loadavg = std::fs::read_to_string("/proc/loadavg")
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
+        Self {
+            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cpu,
+            mem_mib,
+            loadavg,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The photo
+
+struct Jpeg {
+    bytes: Bytes,
+    width: u32,
+    height: u32,
+}
+
+/// A 4032×3024 (12 MP, a phone's size) gradient with deterministic noise, JPEG quality 92;
+/// the noise amplitude is bisected until the file is within 3% of `target` bytes.
+fn make_jpeg(target: usize) -> Result<Jpeg> {
+    let (width, height) = (4032u32, 3024u32);
+    let encode = |amplitude: u32| -> Result<Vec<u8>> {
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut pixels = Vec::with_capacity((width * height * 3) as usize);
+        for y in 0..height {
+            for x in 0..width {
+                let base = [
+                    x * 255 / width,
+                    y * 255 / height,
+                    (x + y) * 255 / (width + height),
+                ];
+                let r = next();
+                for (c, b) in base.into_iter().enumerate() {
+                    let noise = if amplitude == 0 {
+                        0
+                    } else {
+                        ((r >> (c * 16)) & 0xFFFF) as i64 % (2 * amplitude as i64 + 1)
+                            - amplitude as i64
+                    };
+                    pixels.push((b as i64 + noise).clamp(0, 255) as u8);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(target + target / 4);
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 92).encode(
+            &pixels,
+            width,
+            height,
+            image::ExtendedColorType::Rgb8,
+        )?;
+        Ok(out)
+    };
+    let (mut lo, mut hi) = (0u32, 128u32);
+    let mut best: Option<Vec<u8>> = None;
+    for _ in 0..8 {
+        let mid = (lo + hi) / 2;
+        let out = encode(mid)?;
+        let size = out.len();
+        let off = |v: &Vec<u8>| (v.len() as f64 - target as f64).abs();
+        if best.as_ref().is_none_or(|b| off(&out) < off(b)) {
+            best = Some(out);
+        }
+        if (size as f64 - target as f64).abs() <= target as f64 * 0.03 {
+            break;
+        }
+        if size < target {
+            lo = mid + 1;
+        } else {
+            hi = mid.saturating_sub(1);
+        }
+        if lo > hi {
+            break;
+        }
+    }
+    let bytes = best.context("no JPEG encoded")?;
+    // The upload must be a JPEG the server's probe accepts.
+    ensure!(bytes.starts_with(&[0xFF, 0xD8, 0xFF]), "not a JPEG");
+    Ok(Jpeg {
+        bytes: Bytes::from(bytes),
+        width,
+        height,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bare reference server
+
+mod bare {
+    use std::path::{Path, PathBuf};
+    use std::sync::Arc;
+
+    use anyhow::{Context, Result};
+    use axum::Router;
+    use axum::extract::{DefaultBodyLimit, Multipart, State};
+    use axum::http::StatusCode;
+    use axum::response::{IntoResponse, Response};
+    use axum::routing::{get, post};
+    use sha2::{Digest, Sha256};
+    use tokio::io::AsyncWriteExt;
+    use uuid::Uuid;
+
+    /// Serves `POST /api/v1/events/{slug}/uploads` (any slug, no auth) on 127.0.0.1:`port`:
+    /// reads the multipart body in order, streams the `file` part through a 256 KiB buffer to
+    /// `DIR/<id>.part` while hashing it, renames it to `DIR/<id>` and answers 201. The same
+    /// runtime configuration as confetti's (`#[tokio::main]`: one worker per core).
+    pub fn run(port: &str, dir: &Path) -> Result<()> {
+        let port: u16 = port.parse().context("PORT")?;
+        // Exit when the harness goes away (its end of our stdin closes).
+        std::thread::spawn(|| {
+            let mut sink = [0u8; 64];
+            let mut stdin = std::io::stdin();
+            while matches!(std::io::Read::read(&mut stdin, &mut sink), Ok(n) if n > 0) {}
+            std::process::exit(0);
+        });
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        let dir = Arc::new(dir.to_path_buf());
+        runtime.block_on(async move {
+            let app = Router::new()
+                .route("/healthz", get(|| async { "ok" }))
+                .route(
+                    "/api/v1/events/{slug}/uploads",
+                    post(upload).layer(DefaultBodyLimit::disable()),
+                )
+                .with_state(dir);
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            axum::serve(listener, app).await?;
+            anyhow::Ok(())
+        })
+    }
+
+    async fn upload(State(dir): State<Arc<PathBuf>>, multipart: Multipart) -> Response {
+        match store(&dir, multipart).await {
+            Ok(body) => (StatusCode::CREATED, axum::Json(body)).into_response(),
+            Err(e) => (StatusCode::BAD_REQUEST, format!("{e:#}")).into_response(),
+        }
+    }
+
+    async fn store(dir: &Path, mut multipart: Multipart) -> Result<serde_json::Value> {
+        let mut key = None;
+        let mut stored = None;
+        while let Some(mut field) = multipart.next_field().await? {
+            match field.name().unwrap_or_default() {
+                "client_upload_id" => key = Some(Uuid::try_parse(&field.text().await?)?),
+                "file" => {
+                    let id = Uuid::now_v7();
+                    let part = dir.join(format!("{id}.part"));
+                    let mut file = tokio::io::BufWriter::with_capacity(
+                        256 * 1024,
+                        tokio::fs::File::create(&part).await?,
+                    );
+                    let mut hasher = Sha256::new();
+                    let mut bytes = 0u64;
+                    while let Some(chunk) = field.chunk().await? {
+                        bytes += chunk.len() as u64;
+                        hasher.update(&chunk);
+                        file.write_all(&chunk).await?;
+                    }
+                    file.flush().await?;
+                    drop(file);
+                    tokio::fs::rename(&part, dir.join(id.to_string())).await?;
+                    stored = Some((id, bytes, hex::encode(hasher.finalize())));
+                }
+                _ => while field.chunk().await?.is_some() {},
+            }
+        }
+        let (id, bytes, sha256) = stored.context("no file part")?;
+        Ok(serde_json::json!({
+            "id": id, "client_upload_id": key, "bytes": bytes, "sha256": sha256,
+        }))
+    }
+}

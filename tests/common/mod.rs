@@ -1,0 +1,411 @@
+//! The test harness: the real server (the same `serve` as production) on a random port,
+//! against a fresh SQLite file or a fresh PostgreSQL database, and typed helpers to drive it
+//! over HTTP and to look at what it left behind (rows, blobs, quota).
+#![allow(dead_code)]
+
+pub mod images;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use confetti::app::{self, AppState};
+use confetti::config::{ServeArgs, SiteArgs};
+use confetti::db::Db;
+use reqwest::StatusCode;
+use reqwest::multipart::{Form, Part};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use uuid::Uuid;
+
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs one async test function once per backend: `both_backends!(name);` makes
+/// `name::sqlite` and `name::postgres`.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn sqlite() {
+                    super::$name($crate::common::Backend::Sqlite).await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn postgres() {
+                    super::$name($crate::common::Backend::Postgres).await
+                }
+            }
+        )*
+    };
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub max_upload_bytes: u64,
+    pub max_image_pixels: u64,
+    pub guest_quota_bytes: i64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            max_upload_bytes: 50 * 1024 * 1024,
+            max_image_pixels: 100_000_000,
+            guest_quota_bytes: 1 << 30,
+        }
+    }
+}
+
+/// One running Confetti instance.
+pub struct TestApp {
+    pub backend: Backend,
+    pub addr: SocketAddr,
+    pub base: String,
+    pub client: reqwest::Client,
+    pub db: Db,
+    /// The running instance's state, for tests that call a job directly.
+    pub state: AppState,
+    pub data_dir: Arc<tempfile::TempDir>,
+    pub database_url: Option<String>,
+    pub options: Options,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+/// A fresh PostgreSQL database on the server `TEST_DATABASE_URL` names.
+pub async fn fresh_postgres_database() -> String {
+    let server = std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned());
+    let name = format!("test_{}", Uuid::new_v4().simple());
+    let admin = sqlx::PgPool::connect(&server).await.unwrap_or_else(|e| {
+        panic!("PostgreSQL at {server} is needed for the tests (set TEST_DATABASE_URL): {e}")
+    });
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&admin)
+        .await
+        .expect("create test database");
+    admin.close().await;
+    let base = server.rsplit_once('/').map(|(b, _)| b).unwrap_or(&server);
+    format!("{base}/{name}")
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> Self {
+        Self::spawn_with(backend, Options::default()).await
+    }
+
+    pub async fn spawn_with(backend: Backend, options: Options) -> Self {
+        let data_dir = Arc::new(tempfile::tempdir().expect("temp dir"));
+        let database_url = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(fresh_postgres_database().await),
+        };
+        Self::start(backend, options, data_dir, database_url).await
+    }
+
+    /// A second instance on the same database and the same blob directory.
+    pub async fn spawn_sharing(other: &TestApp) -> Self {
+        Self::start(
+            other.backend,
+            other.options.clone(),
+            other.data_dir.clone(),
+            other.database_url.clone(),
+        )
+        .await
+    }
+
+    /// This instance again after `stop`: same database, same blobs.
+    pub async fn restart(self) -> Self {
+        let (backend, options, data_dir, database_url) = (
+            self.backend,
+            self.options.clone(),
+            self.data_dir.clone(),
+            self.database_url.clone(),
+        );
+        self.stop().await;
+        Self::start(backend, options, data_dir, database_url).await
+    }
+
+    async fn start(
+        backend: Backend,
+        options: Options,
+        data_dir: Arc<tempfile::TempDir>,
+        database_url: Option<String>,
+    ) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let args = ServeArgs {
+            site: SiteArgs {
+                data_dir: data_dir.path().to_path_buf(),
+                database_url: database_url.clone(),
+                public_url: Some(format!("http://{addr}")),
+            },
+            bind: addr,
+            storage: None,
+            max_upload_bytes: options.max_upload_bytes,
+            max_image_pixels: options.max_image_pixels,
+            guest_quota_bytes: options.guest_quota_bytes,
+            no_demo: true,
+            shutdown_grace_s: 5,
+        };
+        let state = AppState::open(&args, ADMIN_TOKEN.to_owned())
+            .await
+            .expect("open app state");
+        let db = state.db.clone();
+        let served_state = state.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(app::serve(listener, served_state, async {
+            let _ = rx.await;
+        }));
+        TestApp {
+            backend,
+            addr,
+            base: format!("http://{addr}"),
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .expect("client"),
+            db,
+            state,
+            data_dir,
+            database_url,
+            options,
+            shutdown: Some(tx),
+            server: Some(server),
+        }
+    }
+
+    /// Graceful stop: in-flight requests finish.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
+        }
+        self.db.close().await;
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub fn blob_dir(&self) -> PathBuf {
+        self.data_dir.path().join("blobs")
+    }
+
+    // ---- typed helpers --------------------------------------------------------------
+
+    pub async fn create_event(&self) -> Event {
+        self.create_event_with_quota(self.options.guest_quota_bytes)
+            .await
+    }
+
+    pub async fn create_event_with_quota(&self, quota: i64) -> Event {
+        let response = self
+            .client
+            .post(self.url("/api/v1/events"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&json!({"name": "Anna & Ben", "organiser_password": "correct horse", "guest_quota_bytes": quota}))
+            .send()
+            .await
+            .expect("create event");
+        assert_eq!(response.status(), StatusCode::CREATED, "creating an event");
+        let body: Value = response.json().await.expect("event json");
+        Event {
+            id: body["id"].as_str().expect("id").parse().expect("uuid"),
+            slug: body["slug"].as_str().expect("slug").to_owned(),
+            join_token: body["join_token"].as_str().expect("join_token").to_owned(),
+            password: "correct horse".to_owned(),
+        }
+    }
+
+    pub async fn join(&self, event: &Event, name: &str) -> Guest {
+        let response = self
+            .client
+            .post(self.url(&format!("/api/v1/events/{}/guests", event.slug)))
+            .json(&json!({"join_token": event.join_token, "display_name": name}))
+            .send()
+            .await
+            .expect("join");
+        assert_eq!(response.status(), StatusCode::CREATED, "joining");
+        let body: Value = response.json().await.expect("guest json");
+        Guest {
+            id: body["guest"]["id"]
+                .as_str()
+                .expect("id")
+                .parse()
+                .expect("uuid"),
+            token: body["token"].as_str().expect("token").to_owned(),
+            slug: event.slug.clone(),
+        }
+    }
+
+    pub async fn organiser_login(&self, event: &Event) -> String {
+        let response = self
+            .client
+            .post(self.url(&format!("/api/v1/events/{}/organiser-sessions", event.slug)))
+            .json(&json!({"password": event.password}))
+            .send()
+            .await
+            .expect("login");
+        assert_eq!(response.status(), StatusCode::CREATED, "organiser login");
+        let body: Value = response.json().await.expect("json");
+        body["token"].as_str().expect("token").to_owned()
+    }
+
+    /// Uploads `bytes` as `photo.jpg`, the key (if any) sent as a part before the file.
+    pub async fn upload(
+        &self,
+        guest: &Guest,
+        bytes: &[u8],
+        key: Option<Uuid>,
+    ) -> reqwest::Response {
+        self.upload_form(guest, upload_form(bytes, key, "photo.jpg", None), None)
+            .await
+    }
+
+    pub async fn upload_form(
+        &self,
+        guest: &Guest,
+        form: Form,
+        header_key: Option<&str>,
+    ) -> reqwest::Response {
+        let mut request = self
+            .client
+            .post(self.url(&format!("/api/v1/events/{}/uploads", guest.slug)))
+            .bearer_auth(&guest.token)
+            .multipart(form);
+        if let Some(key) = header_key {
+            request = request.header("Idempotency-Key", key);
+        }
+        request.send().await.expect("upload request")
+    }
+
+    pub async fn get_json(&self, path: &str, token: &str) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("GET");
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    // ---- what the server left behind ---------------------------------------------
+
+    /// Upload rows, deleted ones included.
+    pub async fn upload_rows(&self) -> i64 {
+        self.scalar("SELECT COUNT(*) FROM uploads").await
+    }
+
+    pub async fn used_bytes(&self, guest: &Guest) -> i64 {
+        match &self.db {
+            Db::Sqlite(p) => {
+                sqlx::query_scalar("SELECT used_bytes FROM guests WHERE id = $1")
+                    .bind(guest.id)
+                    .fetch_one(p)
+                    .await
+            }
+            Db::Postgres(p) => {
+                sqlx::query_scalar("SELECT used_bytes FROM guests WHERE id = $1")
+                    .bind(guest.id)
+                    .fetch_one(p)
+                    .await
+            }
+        }
+        .expect("used_bytes")
+    }
+
+    async fn scalar(&self, sql: &'static str) -> i64 {
+        match &self.db {
+            Db::Sqlite(p) => sqlx::query_scalar(sql).fetch_one(p).await,
+            Db::Postgres(p) => sqlx::query_scalar(sql).fetch_one(p).await,
+        }
+        .expect(sql)
+    }
+
+    /// Every file under the blob directory (temporary or final).
+    pub fn blob_files(&self) -> Vec<PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            if let Ok(entries) = std::fs::read_dir(dir) {
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    if path.is_dir() {
+                        walk(&path, out)
+                    } else {
+                        out.push(path)
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.blob_dir(), &mut out);
+        out
+    }
+
+    /// Asserts a refused upload left nothing: no row, no blob, no quota charge.
+    /// Temporary blobs are deleted before the answer, so this holds at once.
+    pub async fn assert_nothing_stored(&self, guest: &Guest) {
+        assert_eq!(self.upload_rows().await, 0, "no upload row");
+        assert_eq!(self.blob_files(), Vec::<PathBuf>::new(), "no blob file");
+        assert_eq!(self.used_bytes(guest).await, 0, "no quota charged");
+    }
+}
+
+pub struct Event {
+    pub id: Uuid,
+    pub slug: String,
+    pub join_token: String,
+    pub password: String,
+}
+
+pub struct Guest {
+    pub id: Uuid,
+    pub token: String,
+    pub slug: String,
+}
+
+pub fn upload_form(bytes: &[u8], key: Option<Uuid>, filename: &str, caption: Option<&str>) -> Form {
+    let mut form = Form::new();
+    if let Some(key) = key {
+        form = form.text("client_upload_id", key.to_string());
+    }
+    if let Some(caption) = caption {
+        form = form.text("caption", caption.to_owned());
+    }
+    let part = Part::bytes(bytes.to_vec())
+        .file_name(filename.to_owned())
+        .mime_str("image/jpeg")
+        .expect("mime");
+    form.part("file", part)
+}
+
+/// Asserts a problem+json answer with this status and code; returns the body.
+pub async fn assert_problem(response: reqwest::Response, status: StatusCode, code: &str) -> Value {
+    assert_eq!(response.status(), status, "status for {code}");
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    assert_eq!(
+        content_type, "application/problem+json",
+        "content type for {code}"
+    );
+    let body: Value = response.json().await.expect("problem json");
+    assert_eq!(body["code"], code, "problem body: {body}");
+    assert_eq!(body["status"], status.as_u16());
+    body
+}
