@@ -20,6 +20,8 @@ pub mod domain;
 pub mod error;
 /// Creating events and their join links.
 pub mod events;
+/// `confetti healthcheck` for container health checks.
+pub mod healthcheck;
 /// HTTP handlers, one module per resource, and the extractors for principals.
 pub mod http;
 /// The upload use case: stream, probe, deduplicate, commit.

@@ -33,6 +33,11 @@ enum Command {
     },
     /// Bring the database schema up to date and exit.
     Migrate(SiteArgs),
+    /// Exit 0 when the server at ADDR answers /healthz (for container health checks).
+    Healthcheck {
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -91,6 +96,7 @@ async fn main() -> anyhow::Result<()> {
             db.close().await;
             Ok(())
         }
+        Command::Healthcheck { addr } => confetti::healthcheck::check(&addr).await,
         Command::Migrate(site) => {
             let db = db::Db::connect(site.database_url.as_deref(), &site.data_dir).await?;
             println!("{} schema is up to date", db.backend());

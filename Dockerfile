@@ -1,0 +1,33 @@
+# Confetti in one container: SQLite and photos in the /data volume by default;
+# set DATABASE_URL=postgres://… and CONFETTI_STORAGE=s3://bucket/prefix to scale out.
+
+FROM rust:1.95-bookworm AS build
+WORKDIR /src
+# Dependencies first, so a change to Confetti's own code reuses this layer.
+COPY Cargo.toml Cargo.lock ./
+RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
+    && cargo build --release --locked \
+    && rm -rf src
+COPY src ./src
+COPY migrations ./migrations
+COPY static ./static
+RUN touch src/main.rs src/lib.rs && cargo build --release --locked \
+    && strip target/release/confetti
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin confetti \
+    && mkdir -p /data && chown confetti:confetti /data
+COPY --from=build /src/target/release/confetti /usr/local/bin/confetti
+USER confetti
+ENV CONFETTI_DATA_DIR=/data \
+    CONFETTI_BIND=0.0.0.0:8080
+VOLUME ["/data"]
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=6s --start-period=20s --retries=3 \
+    CMD ["confetti", "healthcheck", "--addr", "127.0.0.1:8080"]
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["confetti"]
+CMD ["serve"]
