@@ -46,6 +46,8 @@ pub struct BlobStore {
     /// How much a writer buffers before handing a part to the store: small for a local
     /// directory (memory per upload stays low), 5 MiB for S3 (its minimum part size).
     part_size: usize,
+    /// The directory of a local store, whose half-written staging files need a sweep of their own.
+    local_root: Option<std::path::PathBuf>,
 }
 
 impl BlobStore {
@@ -53,19 +55,11 @@ impl BlobStore {
     /// the usual `AWS_*` variables); `memory:` → kept in memory (tests, benchmarks).
     pub fn open(spec: Option<&str>, data_dir: &std::path::Path) -> anyhow::Result<Self> {
         match spec {
-            None | Some("") => {
-                let dir = data_dir.join("blobs");
-                std::fs::create_dir_all(&dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-                let local = LocalFileSystem::new_with_prefix(&dir)?.with_automatic_cleanup(true);
-                Ok(Self {
-                    store: Arc::new(local),
-                    part_size: 256 * 1024,
-                })
-            }
+            None | Some("") => Self::local(data_dir.join("blobs")),
             Some("memory:") => Ok(Self {
                 store: Arc::new(InMemory::new()),
                 part_size: 256 * 1024,
+                local_root: None,
             }),
             Some(url) if url.starts_with("s3://") => {
                 let rest = &url["s3://".len()..];
@@ -85,19 +79,21 @@ impl BlobStore {
                 Ok(Self {
                     store,
                     part_size: 5 * 1024 * 1024,
+                    local_root: None,
                 })
             }
-            Some(dir) => {
-                let dir = std::path::Path::new(dir.strip_prefix("file://").unwrap_or(dir));
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-                let local = LocalFileSystem::new_with_prefix(dir)?.with_automatic_cleanup(true);
-                Ok(Self {
-                    store: Arc::new(local),
-                    part_size: 256 * 1024,
-                })
-            }
+            Some(dir) => Self::local(dir.strip_prefix("file://").unwrap_or(dir).into()),
         }
+    }
+
+    fn local(dir: std::path::PathBuf) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let local = LocalFileSystem::new_with_prefix(&dir)?.with_automatic_cleanup(true);
+        Ok(Self {
+            store: Arc::new(local),
+            part_size: 256 * 1024,
+            local_root: Some(dir),
+        })
     }
 
     pub async fn writer(&self, key: BlobKey) -> object_store::Result<BlobWriter> {
@@ -163,6 +159,43 @@ impl BlobStore {
             }
         }
         Ok(found)
+    }
+}
+
+impl BlobStore {
+    /// A local store writes a blob to `<key>#<n>` and renames it when complete; such staging
+    /// files are invisible to listings, so after a crash mid-upload they are found here.
+    /// Returns how many older than `min_age` were deleted.
+    pub async fn sweep_local_staging(
+        &self,
+        min_age: std::time::Duration,
+    ) -> std::io::Result<usize> {
+        let Some(root) = &self.local_root else {
+            return Ok(0);
+        };
+        let mut entries = match tokio::fs::read_dir(root.join(TEMP_DIR)).await {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e),
+        };
+        let mut deleted = 0;
+        while let Some(entry) = entries.next_entry().await? {
+            let staging = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| name.contains('#'));
+            let age = entry
+                .metadata()
+                .await?
+                .modified()?
+                .elapsed()
+                .unwrap_or_default();
+            if staging && age >= min_age {
+                tokio::fs::remove_file(entry.path()).await?;
+                deleted += 1;
+            }
+        }
+        Ok(deleted)
     }
 }
 

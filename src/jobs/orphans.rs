@@ -1,7 +1,7 @@
 //! The orphan sweep, run at start: temporary blobs left by a crash or a killed request.
 //! A temporary blob whose upload row committed is moved to its final key (the process died
-//! between commit and move); one without a live row is deleted. Blobs younger than
-//! `MIN_AGE` are left alone: another instance sharing the store may still be receiving them.
+//! between commit and move); one without a live row is deleted, and so are half-written
+//! staging files of a local store. Blobs younger than `MIN_AGE` are left alone: another instance sharing the store may still be receiving them.
 
 use std::time::Duration;
 
@@ -51,5 +51,6 @@ pub async fn sweep(state: &AppState, min_age: Duration) -> anyhow::Result<(usize
             }
         }
     }
+    deleted += state.blobs.sweep_local_staging(min_age).await?;
     Ok((finalized, deleted))
 }
