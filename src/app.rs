@@ -70,21 +70,13 @@ pub fn router(state: AppState) -> Router {
     // (the span names the route template, never the raw path with its ids).
     Router::new()
         .merge(crate::http::routes())
-        .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
-                let route = request
-                    .extensions()
-                    .get::<MatchedPath>()
-                    .map(MatchedPath::as_str)
-                    .unwrap_or("-");
-                tracing::info_span!("request", method = %request.method(), route)
-            }),
-        )
-        .layer(CatchPanicLayer::custom(
-            |_: Box<dyn std::any::Any + Send>| -> Response {
-                ApiError::Internal(anyhow::anyhow!("a request handler panicked")).into_response()
-            },
-        ))
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+            let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or("-");
+            tracing::info_span!("request", method = %request.method(), route)
+        }))
+        .layer(CatchPanicLayer::custom(|_: Box<dyn std::any::Any + Send>| -> Response {
+            ApiError::Internal(anyhow::anyhow!("a request handler panicked")).into_response()
+        }))
         .with_state(state)
 }
 
@@ -95,10 +87,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     crate::jobs::orphans::spawn_sweep(state.clone());
-    axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    axum::serve(listener, router(state).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown)
+        .await
 }

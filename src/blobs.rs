@@ -12,9 +12,7 @@ use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::prefix::PrefixStore;
-use object_store::{
-    GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, WriteMultipart,
-};
+use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, WriteMultipart};
 use uuid::Uuid;
 
 /// Where a blob lives. Paths are built only here.
@@ -32,10 +30,7 @@ impl BlobKey {
     pub fn path(&self) -> Path {
         match self {
             BlobKey::Temp(id) => Path::from(format!("{TEMP_DIR}/{id}")),
-            BlobKey::Original {
-                event_id,
-                upload_id,
-            } => Path::from(format!("originals/{event_id}/{upload_id}")),
+            BlobKey::Original { event_id, upload_id } => Path::from(format!("originals/{event_id}/{upload_id}")),
         }
     }
 }
@@ -56,31 +51,18 @@ impl BlobStore {
     pub fn open(spec: Option<&str>, data_dir: &std::path::Path) -> anyhow::Result<Self> {
         match spec {
             None | Some("") => Self::local(data_dir.join("blobs")),
-            Some("memory:") => Ok(Self {
-                store: Arc::new(InMemory::new()),
-                part_size: 256 * 1024,
-                local_root: None,
-            }),
+            Some("memory:") => Ok(Self { store: Arc::new(InMemory::new()), part_size: 256 * 1024, local_root: None }),
             Some(url) if url.starts_with("s3://") => {
                 let rest = &url["s3://".len()..];
                 let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-                anyhow::ensure!(
-                    !bucket.is_empty(),
-                    "the storage URL {url:?} names no bucket"
-                );
-                let s3 = AmazonS3Builder::from_env()
-                    .with_bucket_name(bucket)
-                    .build()?;
+                anyhow::ensure!(!bucket.is_empty(), "the storage URL {url:?} names no bucket");
+                let s3 = AmazonS3Builder::from_env().with_bucket_name(bucket).build()?;
                 let store: Arc<dyn ObjectStore> = if prefix.trim_matches('/').is_empty() {
                     Arc::new(s3)
                 } else {
                     Arc::new(PrefixStore::new(s3, prefix.trim_matches('/')))
                 };
-                Ok(Self {
-                    store,
-                    part_size: 5 * 1024 * 1024,
-                    local_root: None,
-                })
+                Ok(Self { store, part_size: 5 * 1024 * 1024, local_root: None })
             }
             Some(dir) => Self::local(dir.strip_prefix("file://").unwrap_or(dir).into()),
         }
@@ -89,18 +71,12 @@ impl BlobStore {
     fn local(dir: std::path::PathBuf) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let local = LocalFileSystem::new_with_prefix(&dir)?.with_automatic_cleanup(true);
-        Ok(Self {
-            store: Arc::new(local),
-            part_size: 256 * 1024,
-            local_root: Some(dir),
-        })
+        Ok(Self { store: Arc::new(local), part_size: 256 * 1024, local_root: Some(dir) })
     }
 
     pub async fn writer(&self, key: BlobKey) -> object_store::Result<BlobWriter> {
         let upload = self.store.put_multipart(&key.path()).await?;
-        Ok(BlobWriter {
-            inner: WriteMultipart::new_with_chunk_size(upload, self.part_size),
-        })
+        Ok(BlobWriter { inner: WriteMultipart::new_with_chunk_size(upload, self.part_size) })
     }
 
     /// Moves a blob to its final key (a rename on disk, copy + delete on S3).
@@ -120,27 +96,11 @@ impl BlobStore {
         self.store.head(&key.path()).await
     }
 
-    pub async fn get(
-        &self,
-        key: BlobKey,
-        range: Option<GetRange>,
-    ) -> object_store::Result<GetResult> {
-        self.store
-            .get_opts(
-                &key.path(),
-                GetOptions {
-                    range,
-                    ..Default::default()
-                },
-            )
-            .await
+    pub async fn get(&self, key: BlobKey, range: Option<GetRange>) -> object_store::Result<GetResult> {
+        self.store.get_opts(&key.path(), GetOptions { range, ..Default::default() }).await
     }
 
-    pub async fn get_range(
-        &self,
-        key: BlobKey,
-        range: std::ops::Range<u64>,
-    ) -> object_store::Result<Bytes> {
+    pub async fn get_range(&self, key: BlobKey, range: std::ops::Range<u64>) -> object_store::Result<Bytes> {
         self.store.get_range(&key.path(), range).await
     }
 
@@ -150,11 +110,7 @@ impl BlobStore {
         let mut listing = self.store.list(Some(&Path::from(TEMP_DIR)));
         while let Some(meta) = listing.next().await {
             let meta = meta?;
-            if let Some(id) = meta
-                .location
-                .filename()
-                .and_then(|name| Uuid::try_parse(name).ok())
-            {
+            if let Some(id) = meta.location.filename().and_then(|name| Uuid::try_parse(name).ok()) {
                 found.push((id, meta));
             }
         }
@@ -166,10 +122,7 @@ impl BlobStore {
     /// A local store writes a blob to `<key>#<n>` and renames it when complete; such staging
     /// files are invisible to listings, so after a crash mid-upload they are found here.
     /// Returns how many older than `min_age` were deleted.
-    pub async fn sweep_local_staging(
-        &self,
-        min_age: std::time::Duration,
-    ) -> std::io::Result<usize> {
+    pub async fn sweep_local_staging(&self, min_age: std::time::Duration) -> std::io::Result<usize> {
         let Some(root) = &self.local_root else {
             return Ok(0);
         };
@@ -180,16 +133,8 @@ impl BlobStore {
         };
         let mut deleted = 0;
         while let Some(entry) = entries.next_entry().await? {
-            let staging = entry
-                .file_name()
-                .to_str()
-                .is_some_and(|name| name.contains('#'));
-            let age = entry
-                .metadata()
-                .await?
-                .modified()?
-                .elapsed()
-                .unwrap_or_default();
+            let staging = entry.file_name().to_str().is_some_and(|name| name.contains('#'));
+            let age = entry.metadata().await?.modified()?.elapsed().unwrap_or_default();
             if staging && age >= min_age {
                 tokio::fs::remove_file(entry.path()).await?;
                 deleted += 1;
@@ -230,10 +175,7 @@ pub struct TempBlobGuard {
 
 impl TempBlobGuard {
     pub fn new(blobs: BlobStore, key: BlobKey) -> Self {
-        Self {
-            blobs,
-            key: Some(key),
-        }
+        Self { blobs, key: Some(key) }
     }
 
     pub fn disarm(&mut self) {

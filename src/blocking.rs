@@ -15,9 +15,7 @@ pub struct Blocking {
 
 impl Blocking {
     pub fn new() -> Self {
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         Self {
             media: Arc::new(Semaphore::new(cores.saturating_sub(1).max(1))),
             crypto: Arc::new(Semaphore::new(cores.max(2))),
@@ -25,18 +23,12 @@ impl Blocking {
     }
 
     /// Image probing, decoding and encoding.
-    pub async fn media<R: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> R + Send + 'static,
-    ) -> anyhow::Result<R> {
+    pub async fn media<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> anyhow::Result<R> {
         run(&self.media, f).await
     }
 
     /// bcrypt hashing and verification.
-    pub async fn crypto<R: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> R + Send + 'static,
-    ) -> anyhow::Result<R> {
+    pub async fn crypto<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> anyhow::Result<R> {
         run(&self.crypto, f).await
     }
 }
@@ -47,13 +39,8 @@ impl Default for Blocking {
     }
 }
 
-async fn run<R: Send + 'static>(
-    permits: &Semaphore,
-    f: impl FnOnce() -> R + Send + 'static,
-) -> anyhow::Result<R> {
+async fn run<R: Send + 'static>(permits: &Semaphore, f: impl FnOnce() -> R + Send + 'static) -> anyhow::Result<R> {
     let _permit = permits.acquire().await.context("blocking pool closed")?;
     let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || span.in_scope(f))
-        .await
-        .context("blocking task panicked")
+    tokio::task::spawn_blocking(move || span.in_scope(f)).await.context("blocking task panicked")
 }

@@ -42,23 +42,15 @@ pub fn admin_token(from_env: Option<String>, data_dir: &Path) -> anyhow::Result<
     if let Ok(token) = std::fs::read_to_string(&path) {
         return Ok(token.trim().to_owned());
     }
-    std::fs::create_dir_all(data_dir)
-        .with_context(|| format!("creating {}", data_dir.display()))?;
+    std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let token = format!("a_{}", auth::random_string(32)?);
     let mut file = {
         use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)
     }
     .with_context(|| format!("creating {}", path.display()))?;
     writeln!(file, "{token}")?;
-    println!(
-        "Admin token (stored in {}, shown only now): {token}",
-        path.display()
-    );
+    println!("Admin token (stored in {}, shown only now): {token}", path.display());
     Ok(token)
 }
 
@@ -85,18 +77,12 @@ pub async fn ensure_demo_event(state: &AppState) -> anyhow::Result<()> {
 /// Prints how guests join an event: the link and the same link as a terminal QR code.
 pub fn print_event(public_url: &str, event: &EventRow, password: Option<&str>) {
     let url = join_url(public_url, event);
-    let mut out = format!(
-        "\nEvent “{}” ({})\nGuests join at: {url}\n",
-        event.name, event.slug
-    );
+    let mut out = format!("\nEvent “{}” ({})\nGuests join at: {url}\n", event.name, event.slug);
     if let Ok(code) = QrCode::new(url.as_bytes()) {
         out.push_str(&code.render::<Dense1x2>().quiet_zone(true).build());
         out.push('\n');
     }
-    out.push_str(&format!(
-        "Organiser page: {public_url}/e/{}/organiser\n",
-        event.slug
-    ));
+    out.push_str(&format!("Organiser page: {public_url}/e/{}/organiser\n", event.slug));
     if let Some(password) = password {
         out.push_str(&format!("Organiser password: {password}\n"));
     }

@@ -60,7 +60,5 @@ pub struct ServeArgs {
 
 /// The instance admin's token; from the environment, never a flag (flags show in `ps`).
 pub fn admin_token_from_env() -> Option<String> {
-    std::env::var("CONFETTI_ADMIN_TOKEN")
-        .ok()
-        .filter(|t| !t.trim().is_empty())
+    std::env::var("CONFETTI_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty())
 }

@@ -45,10 +45,7 @@ pub enum ApiError {
     #[error("the file is larger than the limit of {limit_bytes} bytes")]
     FileTooLarge { limit_bytes: u64 },
     #[error("your quota is used up: {remaining_bytes} of {quota_bytes} bytes left")]
-    QuotaExceeded {
-        quota_bytes: i64,
-        remaining_bytes: i64,
-    },
+    QuotaExceeded { quota_bytes: i64, remaining_bytes: i64 },
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("the image declares {pixels} pixels; the limit is {limit}")]
@@ -74,26 +71,21 @@ impl ApiError {
         use ApiError::*;
         match self {
             Unauthenticated | InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Forbidden | WrongEvent | UploadsClosed | CrossOrigin | InvalidJoinToken => {
-                StatusCode::FORBIDDEN
-            }
+            Forbidden | WrongEvent | UploadsClosed | CrossOrigin | InvalidJoinToken => StatusCode::FORBIDDEN,
             TooManyAttempts { .. } => StatusCode::TOO_MANY_REQUESTS,
             EventNotFound | NotFound => StatusCode::NOT_FOUND,
             UploadDeleted => StatusCode::GONE,
             ClientUploadIdConflict => StatusCode::CONFLICT,
-            ClientUploadIdReused(_)
-            | WeakPassword(_)
-            | InvalidDisplayName(_)
-            | InvalidCaption(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ClientUploadIdReused(_) | WeakPassword(_) | InvalidDisplayName(_) | InvalidCaption(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             InvalidMultipart(_)
             | MissingFile
             | InvalidClientUploadId
             | IdempotencyKeyMismatch
             | InvalidRequest(_)
             | InvalidCursor(_) => StatusCode::BAD_REQUEST,
-            FileTooLarge { .. } | QuotaExceeded { .. } | ImageTooLarge { .. } => {
-                StatusCode::PAYLOAD_TOO_LARGE
-            }
+            FileTooLarge { .. } | QuotaExceeded { .. } | ImageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -138,10 +130,7 @@ impl ApiError {
     fn extensions(&self) -> serde_json::Value {
         match self {
             ApiError::FileTooLarge { limit_bytes } => json!({ "limit_bytes": limit_bytes }),
-            ApiError::QuotaExceeded {
-                quota_bytes,
-                remaining_bytes,
-            } => {
+            ApiError::QuotaExceeded { quota_bytes, remaining_bytes } => {
                 json!({ "quota_bytes": quota_bytes, "remaining_bytes": remaining_bytes })
             }
             ApiError::ImageTooLarge { pixels, limit } => {
@@ -184,17 +173,12 @@ impl IntoResponse for ApiError {
             "detail": detail,
             "code": self.code(),
         });
-        if let (Some(obj), serde_json::Value::Object(ext)) =
-            (body.as_object_mut(), self.extensions())
-        {
+        if let (Some(obj), serde_json::Value::Object(ext)) = (body.as_object_mut(), self.extensions()) {
             obj.extend(ext);
         }
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/problem+json"),
-        );
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         if let ApiError::TooManyAttempts { retry_after_s } = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
         }

@@ -69,10 +69,8 @@ pub async fn ingest(
     };
 
     if let Some(key) = header_key {
-        let expects_continue = request
-            .headers()
-            .get(header::EXPECT)
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        let expects_continue =
+            request.headers().get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
         match upload.resolve(key).await {
             Ok(Some(row)) if expects_continue => return Ok(Ingested::Replayed(row)),
             Err(refusal) => {
@@ -85,9 +83,8 @@ pub async fn ingest(
         }
     }
 
-    let mut multipart = Multipart::from_request(request, state)
-        .await
-        .map_err(|e| ApiError::InvalidMultipart(e.body_text()))?;
+    let mut multipart =
+        Multipart::from_request(request, state).await.map_err(|e| ApiError::InvalidMultipart(e.body_text()))?;
     if let Err(refusal) = upload.read_parts(&mut multipart).await {
         if !matches!(refusal, ApiError::InvalidMultipart(_)) {
             drain_multipart(&mut multipart, upload.drain_budget).await;
@@ -132,12 +129,7 @@ impl UploadSession {
         while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
             match field.name().unwrap_or_default() {
                 "client_upload_id" => {
-                    let text = read_text(
-                        &mut field,
-                        MAX_KEY_PART_BYTES,
-                        ApiError::InvalidClientUploadId,
-                    )
-                    .await?;
+                    let text = read_text(&mut field, MAX_KEY_PART_BYTES, ApiError::InvalidClientUploadId).await?;
                     let key = ClientUploadId::parse(&text)?;
                     if self.key.is_some_and(|known| known != key) {
                         return Err(ApiError::IdempotencyKeyMismatch);
@@ -158,9 +150,7 @@ impl UploadSession {
                 }
                 "file" => {
                     if self.filename.is_some() {
-                        return Err(ApiError::InvalidMultipart(
-                            "the request has more than one `file` part".into(),
-                        ));
+                        return Err(ApiError::InvalidMultipart("the request has more than one `file` part".into()));
                     }
                     self.filename = Some(FileName::parse(field.file_name()));
                     if self.replay.is_none() && self.refusal.is_none() {
@@ -169,10 +159,9 @@ impl UploadSession {
                         } else {
                             match self.receive(&mut field).await {
                                 Ok(received) => self.received = Some(received),
-                                Err(
-                                    e @ (ApiError::FileTooLarge { .. }
-                                    | ApiError::QuotaExceeded { .. }),
-                                ) => self.refusal = Some(e),
+                                Err(e @ (ApiError::FileTooLarge { .. } | ApiError::QuotaExceeded { .. })) => {
+                                    self.refusal = Some(e)
+                                }
                                 Err(e) => return Err(e),
                             }
                         }
@@ -236,11 +225,7 @@ impl UploadSession {
             event_id: self.guest.event_id,
             guest_id: self.guest.id,
             client_upload_id: self.key.map(ClientUploadId::uuid),
-            filename: self
-                .filename
-                .as_ref()
-                .map(|f| f.as_str().to_owned())
-                .unwrap_or_else(|| "photo".into()),
+            filename: self.filename.as_ref().map(|f| f.as_str().to_owned()).unwrap_or_else(|| "photo".into()),
             caption: self.caption.clone().flatten().map(Caption::into_string),
             content_type: probe.format.mime().to_owned(),
             bytes: i64::try_from(received.bytes).unwrap_or(i64::MAX),
@@ -256,9 +241,7 @@ impl UploadSession {
             // Another attempt holds this key and has committed: replay it.
             tx.rollback().await?;
             received.guard.delete_now().await;
-            let key = self
-                .key
-                .ok_or_else(|| anyhow::anyhow!("an upload without a key conflicted"))?;
+            let key = self.key.ok_or_else(|| anyhow::anyhow!("an upload without a key conflicted"))?;
             let row = self.resolve_committed(key).await?;
             self.check_declared(&row)?;
             return Ok(Ingested::Replayed(row));
@@ -273,42 +256,25 @@ impl UploadSession {
         // Committed: from here on the blob belongs to the row. If the move fails (or the
         // process dies first), the start-up sweep finds the temporary blob and moves it.
         received.guard.disarm();
-        let original = BlobKey::Original {
-            event_id: self.guest.event_id,
-            upload_id: id,
-        };
+        let original = BlobKey::Original { event_id: self.guest.event_id, upload_id: id };
         if let Err(e) = self.state.blobs.rename(BlobKey::Temp(id), original).await {
             tracing::error!(error = %e, upload_id = %id, "could not move a committed upload to its final key");
         }
         tracing::info!(upload_id = %id, guest_id = %self.guest.id, bytes = new.bytes, "upload stored");
-        let row = db
-            .upload_by_id(id)
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("upload {id} vanished after commit"))?;
+        let row = db.upload_by_id(id).await?.ok_or_else(|| anyhow::anyhow!("upload {id} vanished after commit"))?;
         Ok(Ingested::Created(row))
     }
 
     /// Looks up the upload `key` names and decides what it means for this guest.
     async fn resolve(&mut self, key: ClientUploadId) -> ApiResult<Option<UploadRow>> {
         self.key_resolved = true;
-        classify(
-            &self.guest,
-            self.state.db.upload_by_client_id(key.uuid()).await?,
-        )
+        classify(&self.guest, self.state.db.upload_by_client_id(key.uuid()).await?)
     }
 
     /// After losing the insert: the winner has committed, so the row is there.
     async fn resolve_committed(&self, key: ClientUploadId) -> ApiResult<UploadRow> {
-        classify(
-            &self.guest,
-            self.state.db.upload_by_client_id(key.uuid()).await?,
-        )?
-        .ok_or_else(|| {
-            ApiError::Internal(anyhow::anyhow!(
-                "the upload that won key {} is gone",
-                key.uuid()
-            ))
-        })
+        classify(&self.guest, self.state.db.upload_by_client_id(key.uuid()).await?)?
+            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("the upload that won key {} is gone", key.uuid())))
     }
 
     /// A replay must describe the same photo: file name and caption compared by value,
@@ -326,9 +292,7 @@ impl UploadSession {
         if let Some(caption) = &self.caption {
             let caption = caption.clone().map(Caption::into_string);
             if caption.as_deref() != row.caption.as_deref() {
-                return Err(ApiError::ClientUploadIdReused(
-                    "it was used with another caption".into(),
-                ));
+                return Err(ApiError::ClientUploadIdReused("it was used with another caption".into()));
             }
         }
         Ok(())
@@ -372,13 +336,7 @@ impl UploadSession {
             return Err(refusal);
         }
         writer.finish().await?;
-        Ok(Received {
-            upload_id,
-            guard,
-            sniffed: sniffer.finish(),
-            sha256: hex::encode(hasher.finalize()),
-            bytes,
-        })
+        Ok(Received { upload_id, guard, sniffed: sniffer.finish(), sha256: hex::encode(hasher.finalize()), bytes })
     }
 
     /// The header probe, on the blocking pool; reads more of the blob when a header is long.
@@ -388,28 +346,16 @@ impl UploadSession {
         let mut head = sniffed.head.clone();
         loop {
             let for_probe = sniffed.clone();
-            let (result, returned_head) = self
-                .state
-                .blocking
-                .media(move || (media::probe::probe(&head, &for_probe, max_pixels), head))
-                .await?;
+            let (result, returned_head) =
+                self.state.blocking.media(move || (media::probe::probe(&head, &for_probe, max_pixels), head)).await?;
             match result {
                 Ok(probe) => return Ok(probe),
-                Err(ProbeError::NeedMore(want))
-                    if want > returned_head.len() && want <= MAX_PROBE_BYTES =>
-                {
+                Err(ProbeError::NeedMore(want)) if want > returned_head.len() && want <= MAX_PROBE_BYTES => {
                     let range = 0..want as u64;
-                    head = self
-                        .state
-                        .blobs
-                        .get_range(BlobKey::Temp(received.upload_id), range)
-                        .await?
-                        .to_vec();
+                    head = self.state.blobs.get_range(BlobKey::Temp(received.upload_id), range).await?.to_vec();
                 }
                 Err(ProbeError::NeedMore(_)) => {
-                    return Err(ApiError::UnsupportedMediaType(
-                        "the image header is too large to read".into(),
-                    ));
+                    return Err(ApiError::UnsupportedMediaType("the image header is too large to read".into()));
                 }
                 Err(ProbeError::Unsupported(message)) => {
                     return Err(ApiError::UnsupportedMediaType(message));
@@ -422,14 +368,7 @@ impl UploadSession {
     }
 
     async fn quota_exceeded(&self) -> ApiError {
-        let guest = self
-            .state
-            .db
-            .guest_by_id(self.guest.id)
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| self.guest.clone());
+        let guest = self.state.db.guest_by_id(self.guest.id).await.ok().flatten().unwrap_or_else(|| self.guest.clone());
         ApiError::QuotaExceeded {
             quota_bytes: guest.quota_bytes,
             remaining_bytes: (guest.quota_bytes - guest.used_bytes).max(0),
@@ -441,9 +380,10 @@ impl UploadSession {
         while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
             self.drain_budget = self.drain_budget.saturating_sub(chunk.len() as u64);
             if self.drain_budget == 0 {
-                return Err(self.refusal.take().unwrap_or(ApiError::FileTooLarge {
-                    limit_bytes: self.state.settings.max_upload_bytes,
-                }));
+                return Err(self
+                    .refusal
+                    .take()
+                    .unwrap_or(ApiError::FileTooLarge { limit_bytes: self.state.settings.max_upload_bytes }));
             }
         }
         Ok(())
@@ -468,11 +408,7 @@ fn classify(guest: &GuestRow, found: Option<UploadRow>) -> ApiResult<Option<Uplo
     }
 }
 
-async fn read_text(
-    field: &mut Field<'_>,
-    max_bytes: usize,
-    too_long: ApiError,
-) -> ApiResult<String> {
+async fn read_text(field: &mut Field<'_>, max_bytes: usize, too_long: ApiError) -> ApiResult<String> {
     let mut buf = Vec::new();
     while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
         if buf.len() + chunk.len() > max_bytes {
@@ -480,8 +416,7 @@ async fn read_text(
         }
         buf.extend_from_slice(&chunk);
     }
-    String::from_utf8(buf)
-        .map_err(|_| ApiError::InvalidMultipart("a text part is not UTF-8".into()))
+    String::from_utf8(buf).map_err(|_| ApiError::InvalidMultipart("a text part is not UTF-8".into()))
 }
 
 fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {

@@ -61,21 +61,11 @@ enum EventCommand {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
-        )
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")))
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
-        Command::Event {
-            command:
-                EventCommand::Create {
-                    site,
-                    name,
-                    password,
-                    guest_quota_bytes,
-                },
-        } => {
+        Command::Event { command: EventCommand::Create { site, name, password, guest_quota_bytes } } => {
             let db = db::Db::connect(site.database_url.as_deref(), &site.data_dir).await?;
             let blocking = confetti::blocking::Blocking::new();
             let new = events::NewEvent {
@@ -84,15 +74,9 @@ async fn main() -> anyhow::Result<()> {
                 guest_quota_bytes,
             };
             let event = events::create_event(&db, &blocking, new).await?;
-            let bind = std::env::var("CONFETTI_BIND")
-                .ok()
-                .and_then(|b| b.parse().ok())
-                .unwrap_or(([0, 0, 0, 0], 8080).into());
-            bootstrap::print_event(
-                &bootstrap::public_url(site.public_url.as_deref(), bind),
-                &event,
-                None,
-            );
+            let bind =
+                std::env::var("CONFETTI_BIND").ok().and_then(|b| b.parse().ok()).unwrap_or(([0, 0, 0, 0], 8080).into());
+            bootstrap::print_event(&bootstrap::public_url(site.public_url.as_deref(), bind), &event, None);
             db.close().await;
             Ok(())
         }
@@ -112,9 +96,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if !args.no_demo {
         bootstrap::ensure_demo_event(&state).await?;
     }
-    let listener = tokio::net::TcpListener::bind(args.bind)
-        .await
-        .with_context(|| format!("binding {}", args.bind))?;
+    let listener = tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("binding {}", args.bind))?;
     tracing::info!(bind = %args.bind, public_url = %state.settings.public_url, database = state.db.backend(), "Confetti is serving");
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

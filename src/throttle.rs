@@ -43,17 +43,10 @@ impl LoginThrottle {
         if entries.len() >= MAX_ENTRIES {
             entries.retain(|_, e| now.duration_since(e.last_failure) < WINDOW);
         }
-        let entry = entries.entry((client, event)).or_insert(Entry {
-            failures: 0,
-            last_failure: now,
-            locked_until: None,
-        });
+        let entry =
+            entries.entry((client, event)).or_insert(Entry { failures: 0, last_failure: now, locked_until: None });
         if now.duration_since(entry.last_failure) >= WINDOW {
-            *entry = Entry {
-                failures: 0,
-                last_failure: now,
-                locked_until: None,
-            };
+            *entry = Entry { failures: 0, last_failure: now, locked_until: None };
         }
         entry.failures += 1;
         entry.last_failure = now;
@@ -64,10 +57,7 @@ impl LoginThrottle {
     }
 
     pub fn succeeded(&self, client: IpAddr, event: Uuid) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(client, event));
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).remove(&(client, event));
     }
 }
 
@@ -85,10 +75,7 @@ mod tests {
         }
         t.failed(ip, ev);
         assert!(matches!(t.check(ip, ev), Err(s) if (1..=30).contains(&s)));
-        assert!(
-            t.check(IpAddr::from([10, 0, 0, 2]), ev).is_ok(),
-            "other clients are not locked out"
-        );
+        assert!(t.check(IpAddr::from([10, 0, 0, 2]), ev).is_ok(), "other clients are not locked out");
         t.succeeded(ip, ev);
         assert!(t.check(ip, ev).is_ok());
     }

@@ -51,16 +51,10 @@ async fn sequential_retries_replay_the_first_answer(backend: Backend) {
 
     let first = app.upload(&guest, &photo, Some(key)).await;
     assert_eq!(first.status(), StatusCode::CREATED);
-    let location = first.headers()["location"]
-        .to_str()
-        .expect("location")
-        .to_owned();
+    let location = first.headers()["location"].to_str().expect("location").to_owned();
     assert!(first.headers().get("idempotent-replayed").is_none());
     let first = json(first).await;
-    assert_eq!(
-        location,
-        format!("/api/v1/uploads/{}", first["id"].as_str().expect("id"))
-    );
+    assert_eq!(location, format!("/api/v1/uploads/{}", first["id"].as_str().expect("id")));
     assert_eq!(first["client_upload_id"], key.to_string());
     assert_eq!(first["bytes"], photo.len());
     assert_eq!(first["width"], 64);
@@ -78,11 +72,7 @@ async fn sequential_retries_replay_the_first_answer(backend: Backend) {
 
     assert_eq!(app.upload_rows().await, 1);
     assert_eq!(app.blob_files().len(), 1, "one stored original");
-    assert_eq!(
-        app.used_bytes(&guest).await,
-        photo.len() as i64,
-        "quota charged once"
-    );
+    assert_eq!(app.used_bytes(&guest).await, photo.len() as i64, "quota charged once");
     let (status, me) = app.get_json("/api/v1/me", &guest.token).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(me["upload_count"], 1);
@@ -109,17 +99,10 @@ async fn sixteen_concurrent_attempts_store_one_photo_and_charge_once(backend: Ba
         ids.push(json(response).await["id"].clone());
     }
     assert_eq!(created, 1, "exactly one attempt stores the photo");
-    assert!(
-        ids.iter().all(|id| *id == ids[0]),
-        "every answer names the same upload"
-    );
+    assert!(ids.iter().all(|id| *id == ids[0]), "every answer names the same upload");
     assert_eq!(app.upload_rows().await, 1);
     assert_eq!(app.used_bytes(&guest).await, photo.len() as i64);
-    assert_eq!(
-        app.blob_files().len(),
-        1,
-        "one original, no temporary leftovers"
-    );
+    assert_eq!(app.blob_files().len(), 1, "one original, no temporary leftovers");
 }
 
 async fn another_guests_key_is_a_conflict_that_reveals_nothing(backend: Backend) {
@@ -129,33 +112,19 @@ async fn another_guests_key_is_a_conflict_that_reveals_nothing(backend: Backend)
     let ben = app.join(&event, "Ben").await;
     let key = Uuid::new_v4();
     let stored = json(
-        app.upload_form(
-            &anna,
-            upload_form(&images::jpeg(32, 32), Some(key), "secret-name.jpg", None),
-            None,
-        )
-        .await,
+        app.upload_form(&anna, upload_form(&images::jpeg(32, 32), Some(key), "secret-name.jpg", None), None).await,
     )
     .await;
 
     let response = app.upload(&ben, &images::jpeg(40, 40), Some(key)).await;
     let problem = assert_problem(response, StatusCode::CONFLICT, "client_upload_id_conflict").await;
     let text = problem.to_string();
-    assert!(
-        !text.contains(stored["id"].as_str().expect("id")),
-        "the other upload's id is not revealed"
-    );
-    assert!(
-        !text.contains("secret-name") && !text.contains("Anna"),
-        "nothing about it is revealed"
-    );
+    assert!(!text.contains(stored["id"].as_str().expect("id")), "the other upload's id is not revealed");
+    assert!(!text.contains("secret-name") && !text.contains("Anna"), "nothing about it is revealed");
 
     let preflight = app
         .client
-        .get(app.url(&format!(
-            "/api/v1/events/{}/uploads/by-client-id/{key}",
-            event.slug
-        )))
+        .get(app.url(&format!("/api/v1/events/{}/uploads/by-client-id/{key}", event.slug)))
         .bearer_auth(&ben.token)
         .send()
         .await
@@ -173,20 +142,11 @@ async fn a_replay_at_full_quota_is_still_a_replay(backend: Backend) {
     let guest = app.join(&event, "Anna").await;
     let key = Uuid::new_v4();
 
-    assert_eq!(
-        app.upload(&guest, &photo, Some(key)).await.status(),
-        StatusCode::CREATED
-    );
-    assert_eq!(
-        app.used_bytes(&guest).await,
-        photo.len() as i64,
-        "the quota is now full"
-    );
+    assert_eq!(app.upload(&guest, &photo, Some(key)).await.status(), StatusCode::CREATED);
+    assert_eq!(app.used_bytes(&guest).await, photo.len() as i64, "the quota is now full");
     let replay = app.upload(&guest, &photo, Some(key)).await;
     assert_eq!(replay.status(), StatusCode::OK, "a replay is never 413");
-    let another = app
-        .upload(&guest, &images::jpeg(8, 8), Some(Uuid::new_v4()))
-        .await;
+    let another = app.upload(&guest, &images::jpeg(8, 8), Some(Uuid::new_v4())).await;
     assert_problem(another, StatusCode::PAYLOAD_TOO_LARGE, "quota_exceeded").await;
     assert_eq!(app.upload_rows().await, 1);
     assert_eq!(app.used_bytes(&guest).await, photo.len() as i64);
@@ -214,20 +174,12 @@ async fn a_retry_after_delete_is_gone_for_good(backend: Backend) {
 
     let retry = app.upload(&guest, &photo, Some(key)).await;
     assert_problem(retry, StatusCode::GONE, "upload_deleted").await;
-    let header_retry = app
-        .upload_form(
-            &guest,
-            upload_form(&photo, None, "photo.jpg", None),
-            Some(&key.to_string()),
-        )
-        .await;
+    let header_retry =
+        app.upload_form(&guest, upload_form(&photo, None, "photo.jpg", None), Some(&key.to_string())).await;
     assert_problem(header_retry, StatusCode::GONE, "upload_deleted").await;
     let preflight = app
         .client
-        .get(app.url(&format!(
-            "/api/v1/events/{}/uploads/by-client-id/{key}",
-            event.slug
-        )))
+        .get(app.url(&format!("/api/v1/events/{}/uploads/by-client-id/{key}", event.slug)))
         .bearer_auth(&guest.token)
         .send()
         .await
@@ -242,33 +194,20 @@ async fn a_retry_after_delete_is_gone_for_good(backend: Backend) {
         .expect("delete");
     assert_problem(again, StatusCode::NOT_FOUND, "not_found").await;
 
-    assert_eq!(
-        app.upload_rows().await,
-        1,
-        "the row stays (soft delete) and nothing new is stored"
-    );
+    assert_eq!(app.upload_rows().await, 1, "the row stays (soft delete) and nothing new is stored");
     assert_eq!(app.used_bytes(&guest).await, 0);
     assert!(app.blob_files().is_empty());
 }
 
 async fn a_key_in_the_header_is_answered_without_storing_the_bytes(backend: Backend) {
-    let options = Options {
-        max_upload_bytes: 256 * 1024,
-        ..Options::default()
-    };
+    let options = Options { max_upload_bytes: 256 * 1024, ..Options::default() };
     let app = TestApp::spawn_with(backend, options).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
     let photo = images::jpeg(64, 64);
     let key = Uuid::new_v4().to_string();
 
-    let first = app
-        .upload_form(
-            &guest,
-            upload_form(&photo, None, "photo.jpg", None),
-            Some(&key),
-        )
-        .await;
+    let first = app.upload_form(&guest, upload_form(&photo, None, "photo.jpg", None), Some(&key)).await;
     assert_eq!(first.status(), StatusCode::CREATED);
     let first = json(first).await;
     assert_eq!(first["client_upload_id"], key);
@@ -276,13 +215,7 @@ async fn a_key_in_the_header_is_answered_without_storing_the_bytes(backend: Back
     // The retry's body is larger than the upload limit and is no image at all: had the
     // server stored or probed it, the answer would be 413 or 415. It is a replay.
     let junk = vec![b'x'; 600 * 1024];
-    let retry = app
-        .upload_form(
-            &guest,
-            upload_form(&junk, None, "photo.jpg", None),
-            Some(&key),
-        )
-        .await;
+    let retry = app.upload_form(&guest, upload_form(&junk, None, "photo.jpg", None), Some(&key)).await;
     assert_eq!(retry.status(), StatusCode::OK);
     assert_eq!(retry.headers()["idempotent-replayed"], "true");
     let retry = json(retry).await;
@@ -290,23 +223,12 @@ async fn a_key_in_the_header_is_answered_without_storing_the_bytes(backend: Back
     assert_eq!(retry["sha256"], first["sha256"]);
 
     // The same holds for a key part sent before the file part.
-    let part_retry = app
-        .upload_form(
-            &guest,
-            upload_form(&junk, Some(key.parse().expect("uuid")), "photo.jpg", None),
-            None,
-        )
-        .await;
+    let part_retry =
+        app.upload_form(&guest, upload_form(&junk, Some(key.parse().expect("uuid")), "photo.jpg", None), None).await;
     assert_eq!(part_retry.status(), StatusCode::OK);
 
     // A header that is not a UUID is someone else's key and is ignored.
-    let foreign = app
-        .upload_form(
-            &guest,
-            upload_form(&photo, None, "photo.jpg", None),
-            Some("browser:abc"),
-        )
-        .await;
+    let foreign = app.upload_form(&guest, upload_form(&photo, None, "photo.jpg", None), Some("browser:abc")).await;
     assert_eq!(foreign.status(), StatusCode::CREATED);
 
     assert_eq!(app.upload_rows().await, 2);
@@ -320,12 +242,7 @@ async fn a_known_header_key_with_expect_continue_is_answered_before_the_body(bac
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
     let key = Uuid::new_v4();
-    assert_eq!(
-        app.upload(&guest, &images::jpeg(16, 16), Some(key))
-            .await
-            .status(),
-        StatusCode::CREATED
-    );
+    assert_eq!(app.upload(&guest, &images::jpeg(16, 16), Some(key)).await.status(), StatusCode::CREATED);
 
     let addr = app.addr;
     let (token, slug) = (guest.token.clone(), guest.slug.clone());
@@ -345,15 +262,9 @@ async fn a_known_header_key_with_expect_continue_is_answered_before_the_body(bac
     })
     .await
     .expect("raw client");
-    assert!(
-        head.starts_with("HTTP/1.1 200"),
-        "answered without the body: {head}"
-    );
+    assert!(head.starts_with("HTTP/1.1 200"), "answered without the body: {head}");
     assert!(!head.contains("100 Continue"));
-    assert!(
-        head.to_ascii_lowercase()
-            .contains("idempotent-replayed: true")
-    );
+    assert!(head.to_ascii_lowercase().contains("idempotent-replayed: true"));
     assert_eq!(app.upload_rows().await, 1);
 }
 
@@ -373,14 +284,8 @@ async fn malformed_multipart_is_refused(backend: Backend) {
         .await
         .expect("send");
     assert_problem(broken, StatusCode::BAD_REQUEST, "invalid_multipart").await;
-    let not_multipart = app
-        .client
-        .post(&url)
-        .bearer_auth(&guest.token)
-        .json(&json!({"file": "x"}))
-        .send()
-        .await
-        .expect("send");
+    let not_multipart =
+        app.client.post(&url).bearer_auth(&guest.token).json(&json!({"file": "x"})).send().await.expect("send");
     assert_problem(not_multipart, StatusCode::BAD_REQUEST, "invalid_multipart").await;
     app.assert_nothing_stored(&guest).await;
 }
@@ -389,15 +294,8 @@ async fn an_upload_without_a_file_part_is_refused(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
-    let form = Form::new()
-        .text("client_upload_id", Uuid::new_v4().to_string())
-        .text("caption", "hi");
-    assert_problem(
-        app.upload_form(&guest, form, None).await,
-        StatusCode::BAD_REQUEST,
-        "missing_file",
-    )
-    .await;
+    let form = Form::new().text("client_upload_id", Uuid::new_v4().to_string()).text("caption", "hi");
+    assert_problem(app.upload_form(&guest, form, None).await, StatusCode::BAD_REQUEST, "missing_file").await;
     app.assert_nothing_stored(&guest).await;
 }
 
@@ -408,12 +306,8 @@ async fn a_key_that_is_not_a_uuid_is_refused(backend: Backend) {
     let form = Form::new()
         .text("client_upload_id", "photo-1")
         .part("file", Part::bytes(images::jpeg(16, 16)).file_name("a.jpg"));
-    assert_problem(
-        app.upload_form(&guest, form, None).await,
-        StatusCode::BAD_REQUEST,
-        "invalid_client_upload_id",
-    )
-    .await;
+    assert_problem(app.upload_form(&guest, form, None).await, StatusCode::BAD_REQUEST, "invalid_client_upload_id")
+        .await;
     app.assert_nothing_stored(&guest).await;
 }
 
@@ -421,19 +315,8 @@ async fn text_sent_as_image_jpeg_is_refused(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
-    let response = app
-        .upload(
-            &guest,
-            b"<html>this is not a photo</html>",
-            Some(Uuid::new_v4()),
-        )
-        .await;
-    assert_problem(
-        response,
-        StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_media_type",
-    )
-    .await;
+    let response = app.upload(&guest, b"<html>this is not a photo</html>", Some(Uuid::new_v4())).await;
+    assert_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
     app.assert_nothing_stored(&guest).await;
 }
 
@@ -443,24 +326,14 @@ async fn a_truncated_jpeg_is_refused(backend: Backend) {
     let guest = app.join(&event, "Anna").await;
     let photo = images::jpeg(200, 200);
     for cut in [photo.len() / 2, 100] {
-        let response = app
-            .upload(&guest, &photo[..cut], Some(Uuid::new_v4()))
-            .await;
-        assert_problem(
-            response,
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-        )
-        .await;
+        let response = app.upload(&guest, &photo[..cut], Some(Uuid::new_v4())).await;
+        assert_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
     }
     app.assert_nothing_stored(&guest).await;
 }
 
 async fn a_file_over_the_size_limit_is_refused(backend: Backend) {
-    let options = Options {
-        max_upload_bytes: 200 * 1024,
-        ..Options::default()
-    };
+    let options = Options { max_upload_bytes: 200 * 1024, ..Options::default() };
     let app = TestApp::spawn_with(backend, options).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
@@ -477,13 +350,7 @@ async fn a_png_declaring_ten_billion_pixels_is_refused_from_its_header(backend: 
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
     let bomb = images::png_bomb(100_000, 100_000);
-    let response = app
-        .upload_form(
-            &guest,
-            upload_form(&bomb, Some(Uuid::new_v4()), "bomb.png", None),
-            None,
-        )
-        .await;
+    let response = app.upload_form(&guest, upload_form(&bomb, Some(Uuid::new_v4()), "bomb.png", None), None).await;
     let problem = assert_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "image_too_large").await;
     assert_eq!(problem["pixels"], 10_000_000_000u64);
     app.assert_nothing_stored(&guest).await;
@@ -494,19 +361,12 @@ async fn an_upload_over_the_quota_is_refused_with_what_is_left(backend: Backend)
     let small = images::jpeg(16, 16);
     let event = app.create_event_with_quota(small.len() as i64 + 1000).await;
     let guest = app.join(&event, "Anna").await;
-    let response = app
-        .upload(&guest, &images::jpeg_of_about(50_000), Some(Uuid::new_v4()))
-        .await;
+    let response = app.upload(&guest, &images::jpeg_of_about(50_000), Some(Uuid::new_v4())).await;
     let problem = assert_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "quota_exceeded").await;
     assert_eq!(problem["remaining_bytes"], small.len() + 1000);
     app.assert_nothing_stored(&guest).await;
     // What fits still fits.
-    assert_eq!(
-        app.upload(&guest, &small, Some(Uuid::new_v4()))
-            .await
-            .status(),
-        StatusCode::CREATED
-    );
+    assert_eq!(app.upload(&guest, &small, Some(Uuid::new_v4())).await.status(), StatusCode::CREATED);
 }
 
 async fn a_guest_of_another_event_is_refused(backend: Backend) {
@@ -518,12 +378,7 @@ async fn a_guest_of_another_event_is_refused(backend: Backend) {
         .client
         .post(app.url(&format!("/api/v1/events/{}/uploads", party.slug)))
         .bearer_auth(&guest.token)
-        .multipart(upload_form(
-            &images::jpeg(16, 16),
-            Some(Uuid::new_v4()),
-            "a.jpg",
-            None,
-        ))
+        .multipart(upload_form(&images::jpeg(16, 16), Some(Uuid::new_v4()), "a.jpg", None))
         .send()
         .await
         .expect("send");
@@ -537,22 +392,9 @@ async fn an_upload_without_credentials_is_refused(backend: Backend) {
     let guest = app.join(&event, "Anna").await;
     let url = app.url(&format!("/api/v1/events/{}/uploads", event.slug));
     let form = || upload_form(&images::jpeg(16, 16), Some(Uuid::new_v4()), "a.jpg", None);
-    let anonymous = app
-        .client
-        .post(&url)
-        .multipart(form())
-        .send()
-        .await
-        .expect("send");
+    let anonymous = app.client.post(&url).multipart(form()).send().await.expect("send");
     assert_problem(anonymous, StatusCode::UNAUTHORIZED, "unauthenticated").await;
-    let forged = app
-        .client
-        .post(&url)
-        .bearer_auth("g_forged")
-        .multipart(form())
-        .send()
-        .await
-        .expect("send");
+    let forged = app.client.post(&url).bearer_auth("g_forged").multipart(form()).send().await.expect("send");
     assert_problem(forged, StatusCode::UNAUTHORIZED, "unauthenticated").await;
     app.assert_nothing_stored(&guest).await;
 }
@@ -563,10 +405,7 @@ async fn closed_uploads_refuse_new_photos_but_replay_old_ones(backend: Backend) 
     let guest = app.join(&event, "Anna").await;
     let photo = images::jpeg(16, 16);
     let key = Uuid::new_v4();
-    assert_eq!(
-        app.upload(&guest, &photo, Some(key)).await.status(),
-        StatusCode::CREATED
-    );
+    assert_eq!(app.upload(&guest, &photo, Some(key)).await.status(), StatusCode::CREATED);
 
     let organiser = app.organiser_login(&event).await;
     let closed = app
@@ -580,11 +419,7 @@ async fn closed_uploads_refuse_new_photos_but_replay_old_ones(backend: Backend) 
     assert_eq!(closed.status(), StatusCode::OK);
     assert_eq!(json(closed).await["uploads_open"], false);
 
-    assert_eq!(
-        app.upload(&guest, &photo, Some(key)).await.status(),
-        StatusCode::OK,
-        "a replay, not 403"
-    );
+    assert_eq!(app.upload(&guest, &photo, Some(key)).await.status(), StatusCode::OK, "a replay, not 403");
     let new = app.upload(&guest, &photo, Some(Uuid::new_v4())).await;
     assert_problem(new, StatusCode::FORBIDDEN, "uploads_closed").await;
     assert_eq!(app.upload_rows().await, 1);
@@ -597,15 +432,8 @@ async fn different_keys_in_header_and_part_are_refused(backend: Backend) {
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
     let form = upload_form(&images::jpeg(16, 16), Some(Uuid::new_v4()), "a.jpg", None);
-    let response = app
-        .upload_form(&guest, form, Some(&Uuid::new_v4().to_string()))
-        .await;
-    assert_problem(
-        response,
-        StatusCode::BAD_REQUEST,
-        "idempotency_key_mismatch",
-    )
-    .await;
+    let response = app.upload_form(&guest, form, Some(&Uuid::new_v4().to_string())).await;
+    assert_problem(response, StatusCode::BAD_REQUEST, "idempotency_key_mismatch").await;
     app.assert_nothing_stored(&guest).await;
 }
 
@@ -615,49 +443,15 @@ async fn the_same_key_with_another_file_name_or_caption_is_refused(backend: Back
     let guest = app.join(&event, "Anna").await;
     let photo = images::jpeg(16, 16);
     let key = Uuid::new_v4();
-    let first = app
-        .upload_form(
-            &guest,
-            upload_form(&photo, Some(key), "IMG_1.jpg", Some("Tanz")),
-            None,
-        )
-        .await;
+    let first = app.upload_form(&guest, upload_form(&photo, Some(key), "IMG_1.jpg", Some("Tanz")), None).await;
     assert_eq!(first.status(), StatusCode::CREATED);
 
-    let renamed = app
-        .upload_form(
-            &guest,
-            upload_form(&photo, Some(key), "IMG_2.jpg", Some("Tanz")),
-            None,
-        )
-        .await;
-    assert_problem(
-        renamed,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "client_upload_id_reused",
-    )
-    .await;
-    let recaptioned = app
-        .upload_form(
-            &guest,
-            upload_form(&photo, Some(key), "IMG_1.jpg", Some("Torte")),
-            None,
-        )
-        .await;
-    assert_problem(
-        recaptioned,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "client_upload_id_reused",
-    )
-    .await;
+    let renamed = app.upload_form(&guest, upload_form(&photo, Some(key), "IMG_2.jpg", Some("Tanz")), None).await;
+    assert_problem(renamed, StatusCode::UNPROCESSABLE_ENTITY, "client_upload_id_reused").await;
+    let recaptioned = app.upload_form(&guest, upload_form(&photo, Some(key), "IMG_1.jpg", Some("Torte")), None).await;
+    assert_problem(recaptioned, StatusCode::UNPROCESSABLE_ENTITY, "client_upload_id_reused").await;
     // The same values in a new multipart body (new boundary) are the same request.
-    let same = app
-        .upload_form(
-            &guest,
-            upload_form(&photo, Some(key), "IMG_1.jpg", Some("Tanz")),
-            None,
-        )
-        .await;
+    let same = app.upload_form(&guest, upload_form(&photo, Some(key), "IMG_1.jpg", Some("Tanz")), None).await;
     assert_eq!(same.status(), StatusCode::OK);
     assert_eq!(app.upload_rows().await, 1);
     assert_eq!(app.used_bytes(&guest).await, photo.len() as i64);
@@ -694,9 +488,5 @@ async fn exif_orientation_swaps_the_displayed_dimensions(backend: Backend) {
     let guest = app.join(&event, "Anna").await;
     let rotated = images::jpeg_with_orientation(120, 80, 6);
     let upload = json(app.upload(&guest, &rotated, Some(Uuid::new_v4())).await).await;
-    assert_eq!(
-        (upload["width"].as_i64(), upload["height"].as_i64()),
-        (Some(80), Some(120)),
-        "{upload}"
-    );
+    assert_eq!((upload["width"].as_i64(), upload["height"].as_i64()), (Some(80), Some(120)), "{upload}");
 }

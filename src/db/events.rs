@@ -68,11 +68,7 @@ impl Db {
         on_db!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM events").fetch_one(pool).await)
     }
 
-    pub async fn insert_organiser_session(
-        &self,
-        token_hash: &[u8],
-        event_id: Uuid,
-    ) -> sqlx::Result<()> {
+    pub async fn insert_organiser_session(&self, token_hash: &[u8], event_id: Uuid) -> sqlx::Result<()> {
         on_db!(self, pool => sqlx::query(
             "INSERT INTO organiser_sessions (token_hash, event_id, created_at) VALUES ($1, $2, $3)",
         )
@@ -106,11 +102,7 @@ pub struct EventChange {
 }
 
 impl Db {
-    pub async fn update_event(
-        &self,
-        id: Uuid,
-        change: &EventChange,
-    ) -> sqlx::Result<Option<EventRow>> {
+    pub async fn update_event(&self, id: Uuid, change: &EventChange) -> sqlx::Result<Option<EventRow>> {
         on_db!(self, pool => sqlx::query(
             "UPDATE events SET name = COALESCE($2, name), uploads_open = COALESCE($3, uploads_open),
                                guest_quota_bytes = COALESCE($4, guest_quota_bytes)

@@ -60,8 +60,7 @@ impl Db {
     pub async fn connect(database_url: Option<&str>, data_dir: &Path) -> anyhow::Result<Db> {
         let db = match database_url {
             Some(url) if url.starts_with("postgres:") || url.starts_with("postgresql:") => {
-                let options =
-                    PgConnectOptions::from_str(url).context("parsing the PostgreSQL URL")?;
+                let options = PgConnectOptions::from_str(url).context("parsing the PostgreSQL URL")?;
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(10))
@@ -70,21 +69,16 @@ impl Db {
                     .context("connecting to PostgreSQL")?;
                 Db::Postgres(pool)
             }
-            Some(url) if url.starts_with("sqlite:") => Db::Sqlite(
-                sqlite_pool(SqliteConnectOptions::from_str(url).context("parsing the SQLite URL")?)
-                    .await?,
-            ),
+            Some(url) if url.starts_with("sqlite:") => {
+                Db::Sqlite(sqlite_pool(SqliteConnectOptions::from_str(url).context("parsing the SQLite URL")?).await?)
+            }
             Some(other) => {
                 anyhow::bail!("unsupported database URL {other:?}: use postgres://… or sqlite://…")
             }
             None => {
-                std::fs::create_dir_all(data_dir).with_context(|| {
-                    format!("creating the data directory {}", data_dir.display())
-                })?;
-                Db::Sqlite(
-                    sqlite_pool(SqliteConnectOptions::new().filename(data_dir.join("confetti.db")))
-                        .await?,
-                )
+                std::fs::create_dir_all(data_dir)
+                    .with_context(|| format!("creating the data directory {}", data_dir.display()))?;
+                Db::Sqlite(sqlite_pool(SqliteConnectOptions::new().filename(data_dir.join("confetti.db"))).await?)
             }
         };
         db.migrate().await?;
@@ -111,12 +105,8 @@ impl Db {
 
     /// True while the database answers a trivial query.
     pub async fn ping(&self) -> bool {
-        let probe =
-            async { on_db!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(|_| ())) };
-        matches!(
-            tokio::time::timeout(Duration::from_secs(2), probe).await,
-            Ok(Ok(()))
-        )
+        let probe = async { on_db!(self, pool => sqlx::query("SELECT 1").execute(pool).await.map(|_| ())) };
+        matches!(tokio::time::timeout(Duration::from_secs(2), probe).await, Ok(Ok(())))
     }
 
     pub fn backend(&self) -> &'static str {

@@ -79,10 +79,7 @@ impl Db {
     }
 
     /// The upload a client's key names, whoever owns it, deleted or not.
-    pub async fn upload_by_client_id(
-        &self,
-        client_upload_id: Uuid,
-    ) -> sqlx::Result<Option<UploadRow>> {
+    pub async fn upload_by_client_id(&self, client_upload_id: Uuid) -> sqlx::Result<Option<UploadRow>> {
         on_db!(self, pool => sqlx::query_as(concat!(upload_select!(), "WHERE u.client_upload_id = $1"))
             .bind(client_upload_id)
             .fetch_optional(pool)

@@ -36,14 +36,8 @@ impl EventSlug {
     pub fn parse(raw: &str) -> Result<Self, ApiError> {
         let ok = !raw.is_empty()
             && raw.len() <= 80
-            && raw
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if ok {
-            Ok(Self(raw.to_owned()))
-        } else {
-            Err(ApiError::EventNotFound)
-        }
+            && raw.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if ok { Ok(Self(raw.to_owned())) } else { Err(ApiError::EventNotFound) }
     }
 
     /// A new slug for an event name: its ASCII letters and digits, then a random suffix
@@ -64,18 +58,10 @@ impl EventSlug {
             };
             base.push_str(mapped);
         }
-        let base: String = base
-            .split('-')
-            .filter(|p| !p.is_empty())
-            .collect::<Vec<_>>()
-            .join("-");
+        let base: String = base.split('-').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("-");
         let base: String = base.chars().take(40).collect();
         let base = base.trim_end_matches('-');
-        if base.is_empty() {
-            Self(format!("event-{random_suffix}"))
-        } else {
-            Self(format!("{base}-{random_suffix}"))
-        }
+        if base.is_empty() { Self(format!("event-{random_suffix}")) } else { Self(format!("{base}-{random_suffix}")) }
     }
 
     pub fn as_str(&self) -> &str {
@@ -89,10 +75,7 @@ mod tests {
 
     #[test]
     fn slugs_are_readable_and_unique() {
-        assert_eq!(
-            EventSlug::generate("Anna & Ben's Hochzeit!", "x7k2").as_str(),
-            "anna-ben-s-hochzeit-x7k2"
-        );
+        assert_eq!(EventSlug::generate("Anna & Ben's Hochzeit!", "x7k2").as_str(), "anna-ben-s-hochzeit-x7k2");
         assert_eq!(EventSlug::generate("Grüße", "a1").as_str(), "gruesse-a1");
         assert_eq!(EventSlug::generate("🎉", "a1").as_str(), "event-a1");
         assert!(EventSlug::parse("anna-ben-x7k2").is_ok());

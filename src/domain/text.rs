@@ -17,9 +17,7 @@ impl DisplayName {
     pub fn parse(raw: &str) -> Result<Self, ApiError> {
         let name = clean(raw);
         match name.chars().count() {
-            0 => Err(ApiError::InvalidDisplayName(
-                "the display name must not be empty".into(),
-            )),
+            0 => Err(ApiError::InvalidDisplayName("the display name must not be empty".into())),
             n if n > Self::MAX_CHARS => Err(ApiError::InvalidDisplayName(format!(
                 "the display name has {n} characters; at most {} are allowed",
                 Self::MAX_CHARS
@@ -43,9 +41,7 @@ impl EventName {
     pub fn parse(raw: &str) -> Result<Self, ApiError> {
         let name = clean(raw);
         match name.chars().count() {
-            0 => Err(ApiError::InvalidRequest(
-                "the event name must not be empty".into(),
-            )),
+            0 => Err(ApiError::InvalidRequest("the event name must not be empty".into())),
             n if n > Self::MAX_CHARS => Err(ApiError::InvalidRequest(format!(
                 "the event name has {n} characters; at most {} are allowed",
                 Self::MAX_CHARS
@@ -95,11 +91,7 @@ impl FileName {
         let raw = raw.unwrap_or_default();
         let base = raw.rsplit(['/', '\\']).next().unwrap_or_default();
         let name: String = clean(base).chars().take(Self::MAX_CHARS).collect();
-        if name.is_empty() || name == "." || name == ".." {
-            Self("photo".into())
-        } else {
-            Self(name)
-        }
+        if name.is_empty() || name == "." || name == ".." { Self("photo".into()) } else { Self(name) }
     }
 
     pub fn as_str(&self) -> &str {
@@ -113,10 +105,7 @@ mod tests {
 
     #[test]
     fn display_names_are_trimmed_and_bounded() {
-        assert_eq!(
-            DisplayName::parse("  Anna ").map(|n| n.0).ok(),
-            Some("Anna".to_owned())
-        );
+        assert_eq!(DisplayName::parse("  Anna ").map(|n| n.0).ok(), Some("Anna".to_owned()));
         assert!(DisplayName::parse("   ").is_err());
         assert!(DisplayName::parse(&"ä".repeat(60)).is_ok());
         assert!(DisplayName::parse(&"ä".repeat(61)).is_err());
@@ -124,10 +113,7 @@ mod tests {
 
     #[test]
     fn file_names_lose_their_directories() {
-        assert_eq!(
-            FileName::parse(Some("C:\\Users\\a\\IMG_1.jpg")).as_str(),
-            "IMG_1.jpg"
-        );
+        assert_eq!(FileName::parse(Some("C:\\Users\\a\\IMG_1.jpg")).as_str(), "IMG_1.jpg");
         assert_eq!(FileName::parse(Some("../../etc/passwd")).as_str(), "passwd");
         assert_eq!(FileName::parse(None).as_str(), "photo");
         assert_eq!(FileName::parse(Some("dir/")).as_str(), "photo");

@@ -16,9 +16,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::{NewEvent, create_event};
 
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/events", post(create))
-        .route("/api/v1/events/{slug}", patch(change))
+    Router::new().route("/api/v1/events", post(create)).route("/api/v1/events/{slug}", patch(change))
 }
 
 #[derive(Deserialize)]
@@ -28,26 +26,16 @@ struct CreateEvent {
     guest_quota_bytes: Option<i64>,
 }
 
-async fn create(
-    State(state): State<AppState>,
-    _: Admin,
-    JsonBody(body): JsonBody<CreateEvent>,
-) -> ApiResult<Response> {
+async fn create(State(state): State<AppState>, _: Admin, JsonBody(body): JsonBody<CreateEvent>) -> ApiResult<Response> {
     let new = NewEvent {
         name: EventName::parse(&body.name)?,
         password: OrganiserPassword::parse(&body.organiser_password)?,
-        guest_quota_bytes: body
-            .guest_quota_bytes
-            .unwrap_or(state.settings.guest_quota_bytes),
+        guest_quota_bytes: body.guest_quota_bytes.unwrap_or(state.settings.guest_quota_bytes),
     };
     let event = create_event(&state.db, &state.blocking, new).await?;
     tracing::info!(event_id = %event.id, slug = %event.slug, "event created");
     let location = format!("/api/v1/events/{}", event.slug);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(EventJson::new(&event, &state.settings.public_url)),
-    )
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(EventJson::new(&event, &state.settings.public_url)))
         .into_response())
 }
 
@@ -68,24 +56,13 @@ async fn change(
         return Err(ApiError::Forbidden);
     }
     if body.guest_quota_bytes.is_some_and(|q| q < 0) {
-        return Err(ApiError::InvalidRequest(
-            "guest_quota_bytes must not be negative".into(),
-        ));
+        return Err(ApiError::InvalidRequest("guest_quota_bytes must not be negative".into()));
     }
     let change = EventChange {
-        name: body
-            .name
-            .as_deref()
-            .map(EventName::parse)
-            .transpose()?
-            .map(|n| n.as_str().to_owned()),
+        name: body.name.as_deref().map(EventName::parse).transpose()?.map(|n| n.as_str().to_owned()),
         uploads_open: body.uploads_open,
         guest_quota_bytes: body.guest_quota_bytes,
     };
-    let event = state
-        .db
-        .update_event(event.id, &change)
-        .await?
-        .ok_or(ApiError::EventNotFound)?;
+    let event = state.db.update_event(event.id, &change).await?.ok_or(ApiError::EventNotFound)?;
     Ok(Json(EventJson::new(&event, &state.settings.public_url)))
 }

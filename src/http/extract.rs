@@ -31,8 +31,7 @@ pub struct Viewer {
 
 impl Viewer {
     pub fn can_see_event(&self, event_id: uuid::Uuid) -> bool {
-        self.is_organiser_of(event_id)
-            || self.guest.as_ref().is_some_and(|g| g.event_id == event_id)
+        self.is_organiser_of(event_id) || self.guest.as_ref().is_some_and(|g| g.event_id == event_id)
     }
 
     pub fn is_organiser_of(&self, event_id: uuid::Uuid) -> bool {
@@ -72,14 +71,9 @@ fn check_origin(parts: &Parts, state: &AppState) -> Result<(), ApiError> {
     };
     let origin = origin.to_str().unwrap_or_default();
     let origin_authority = origin.split_once("://").map(|(_, a)| a).unwrap_or_default();
-    let host = parts
-        .headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok());
+    let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok());
     let public_authority = state.settings.public_url.split_once("://").map(|(_, a)| a);
-    if !origin_authority.is_empty()
-        && (Some(origin_authority) == host || Some(origin_authority) == public_authority)
-    {
+    if !origin_authority.is_empty() && (Some(origin_authority) == host || Some(origin_authority) == public_authority) {
         Ok(())
     } else {
         Err(ApiError::CrossOrigin)
@@ -90,10 +84,7 @@ async fn guest_by_token(state: &AppState, token: &str) -> Result<Option<GuestRow
     if !token.starts_with(GUEST_PREFIX) {
         return Ok(None);
     }
-    Ok(state
-        .db
-        .guest_by_token_hash(&auth::token_digest(token))
-        .await?)
+    Ok(state.db.guest_by_token_hash(&auth::token_digest(token)).await?)
 }
 
 async fn organiser_by_token(state: &AppState, token: &str) -> Result<Option<EventRow>, ApiError> {
@@ -109,14 +100,9 @@ impl FromRequestParts<AppState> for Guest {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let (token, by_cookie) = match bearer(parts) {
             Some(token) => (token, false),
-            None => (
-                cookie(parts, GUEST_COOKIE).ok_or(ApiError::Unauthenticated)?,
-                true,
-            ),
+            None => (cookie(parts, GUEST_COOKIE).ok_or(ApiError::Unauthenticated)?, true),
         };
-        let guest = guest_by_token(state, token)
-            .await?
-            .ok_or(ApiError::Unauthenticated)?;
+        let guest = guest_by_token(state, token).await?.ok_or(ApiError::Unauthenticated)?;
         if by_cookie {
             check_origin(parts, state)?;
         }
@@ -170,11 +156,7 @@ impl FromRequestParts<AppState> for Admin {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         match bearer(parts) {
-            Some(token)
-                if auth::constant_time_eq(token.as_bytes(), state.admin_token.as_bytes()) =>
-            {
-                Ok(Admin)
-            }
+            Some(token) if auth::constant_time_eq(token.as_bytes(), state.admin_token.as_bytes()) => Ok(Admin),
             _ => match Viewer::from_request_parts(parts, state).await {
                 Ok(_) => Err(ApiError::Forbidden),
                 Err(e) => Err(e),

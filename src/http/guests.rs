@@ -16,9 +16,7 @@ use crate::domain::{DisplayName, EventSlug};
 use crate::error::{ApiError, ApiResult};
 
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/events/{slug}/guests", post(join))
-        .route("/api/v1/me", get(me))
+    Router::new().route("/api/v1/events/{slug}/guests", post(join)).route("/api/v1/me", get(me))
 }
 
 #[derive(Deserialize)]
@@ -33,21 +31,14 @@ async fn join(
     JsonBody(body): JsonBody<Join>,
 ) -> ApiResult<Response> {
     let slug = EventSlug::parse(&slug)?;
-    let event = state
-        .db
-        .event_by_slug(slug.as_str())
-        .await?
-        .ok_or(ApiError::EventNotFound)?;
+    let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
     if !auth::constant_time_eq(body.join_token.as_bytes(), event.join_token.as_bytes()) {
         return Err(ApiError::InvalidJoinToken);
     }
     let name = DisplayName::parse(&body.display_name)?;
     let (token, digest) = auth::new_token(GUEST_PREFIX)?;
     let id = Uuid::now_v7();
-    state
-        .db
-        .insert_guest(id, event.id, name.as_str(), &digest)
-        .await?;
+    state.db.insert_guest(id, event.id, name.as_str(), &digest).await?;
     tracing::info!(guest_id = %id, event_id = %event.id, "guest joined");
     let body = json!({
         "guest": {
@@ -59,18 +50,10 @@ async fn join(
         "token": token,
     });
     let cookie = auth::session_cookie(GUEST_COOKIE, &token, state.settings.secure_cookies);
-    Ok((
-        StatusCode::CREATED,
-        [(header::SET_COOKIE, cookie)],
-        Json(body),
-    )
-        .into_response())
+    Ok((StatusCode::CREATED, [(header::SET_COOKIE, cookie)], Json(body)).into_response())
 }
 
-async fn me(
-    State(state): State<AppState>,
-    Guest(guest): Guest,
-) -> ApiResult<Json<serde_json::Value>> {
+async fn me(State(state): State<AppState>, Guest(guest): Guest) -> ApiResult<Json<serde_json::Value>> {
     let upload_count = state.db.guest_upload_count(guest.id).await?;
     Ok(Json(json!({
         "id": guest.id,

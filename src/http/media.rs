@@ -34,20 +34,10 @@ async fn original(
     let etag = format!("\"{}\"", row.sha256);
     let len = u64::try_from(row.bytes).unwrap_or(0);
 
-    if let Some(candidates) = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        && candidates
-            .split(',')
-            .any(|c| c.trim() == etag || c.trim() == "*")
+    if let Some(candidates) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok())
+        && candidates.split(',').any(|c| c.trim() == etag || c.trim() == "*")
     {
-        return Ok((
-            StatusCode::NOT_MODIFIED,
-            [
-                (header::ETAG, etag),
-                (header::CACHE_CONTROL, CACHE_FOREVER.into()),
-            ],
-        )
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag), (header::CACHE_CONTROL, CACHE_FOREVER.into())])
             .into_response());
     }
 
@@ -57,25 +47,17 @@ async fn original(
             RangeRequest::Satisfiable(start, end) => Some((start, end)),
             RangeRequest::Ignored => None,
             RangeRequest::Unsatisfiable => {
-                return Ok((
-                    StatusCode::RANGE_NOT_SATISFIABLE,
-                    [(header::CONTENT_RANGE, format!("bytes */{len}"))],
-                )
+                return Ok((StatusCode::RANGE_NOT_SATISFIABLE, [(header::CONTENT_RANGE, format!("bytes */{len}"))])
                     .into_response());
             }
         },
     };
 
-    let original = BlobKey::Original {
-        event_id: row.event_id,
-        upload_id: id,
-    };
+    let original = BlobKey::Original { event_id: row.event_id, upload_id: id };
     let get_range = range.map(|(start, end)| GetRange::Bounded(start..end + 1));
     let blob = match state.blobs.get(original, get_range.clone()).await {
         // Between its commit and the move to the final key, an upload is still temporary.
-        Err(object_store::Error::NotFound { .. }) => {
-            state.blobs.get(BlobKey::Temp(id), get_range).await?
-        }
+        Err(object_store::Error::NotFound { .. }) => state.blobs.get(BlobKey::Temp(id), get_range).await?,
         other => other?,
     };
 
@@ -86,29 +68,16 @@ async fn original(
     let mut response = Response::new(Body::from_stream(blob.into_stream()));
     *response.status_mut() = status;
     let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_str(&row.content_type).map_err(anyhow::Error::from)?,
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_str(&row.content_type).map_err(anyhow::Error::from)?);
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(body_len));
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(CACHE_FOREVER),
-    );
-    h.insert(
-        header::ETAG,
-        HeaderValue::from_str(&etag).map_err(anyhow::Error::from)?,
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(CACHE_FOREVER));
+    h.insert(header::ETAG, HeaderValue::from_str(&etag).map_err(anyhow::Error::from)?);
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     if let Some((start, end)) = range {
         h.insert(
             header::CONTENT_RANGE,
-            HeaderValue::from_str(&format!("bytes {start}-{end}/{len}"))
-                .map_err(anyhow::Error::from)?,
+            HeaderValue::from_str(&format!("bytes {start}-{end}/{len}")).map_err(anyhow::Error::from)?,
         );
     }
     Ok(response)
@@ -137,16 +106,10 @@ fn parse_range(raw: &str, len: u64) -> RangeRequest {
     let range = match (first.parse::<u64>(), last.parse::<u64>()) {
         (Ok(start), Ok(end)) if start <= end => (start, end.min(len.saturating_sub(1))),
         (Ok(start), Err(_)) if last.is_empty() => (start, len.saturating_sub(1)),
-        (Err(_), Ok(suffix)) if first.is_empty() && suffix > 0 => {
-            (len.saturating_sub(suffix), len.saturating_sub(1))
-        }
+        (Err(_), Ok(suffix)) if first.is_empty() && suffix > 0 => (len.saturating_sub(suffix), len.saturating_sub(1)),
         _ => return RangeRequest::Ignored,
     };
-    if len == 0 || range.0 >= len {
-        RangeRequest::Unsatisfiable
-    } else {
-        RangeRequest::Satisfiable(range.0, range.1)
-    }
+    if len == 0 || range.0 >= len { RangeRequest::Unsatisfiable } else { RangeRequest::Satisfiable(range.0, range.1) }
 }
 
 #[cfg(test)]
@@ -155,22 +118,10 @@ mod tests {
 
     #[test]
     fn ranges_are_read_as_rfc_9110_says() {
-        assert_eq!(
-            parse_range("bytes=0-9", 100),
-            RangeRequest::Satisfiable(0, 9)
-        );
-        assert_eq!(
-            parse_range("bytes=90-", 100),
-            RangeRequest::Satisfiable(90, 99)
-        );
-        assert_eq!(
-            parse_range("bytes=-10", 100),
-            RangeRequest::Satisfiable(90, 99)
-        );
-        assert_eq!(
-            parse_range("bytes=50-500", 100),
-            RangeRequest::Satisfiable(50, 99)
-        );
+        assert_eq!(parse_range("bytes=0-9", 100), RangeRequest::Satisfiable(0, 9));
+        assert_eq!(parse_range("bytes=90-", 100), RangeRequest::Satisfiable(90, 99));
+        assert_eq!(parse_range("bytes=-10", 100), RangeRequest::Satisfiable(90, 99));
+        assert_eq!(parse_range("bytes=50-500", 100), RangeRequest::Satisfiable(50, 99));
         assert_eq!(parse_range("bytes=100-", 100), RangeRequest::Unsatisfiable);
         assert_eq!(parse_range("bytes=0-1,5-6", 100), RangeRequest::Ignored);
         assert_eq!(parse_range("items=0-1", 100), RangeRequest::Ignored);

@@ -31,11 +31,7 @@ async fn login(
     JsonBody(body): JsonBody<Login>,
 ) -> ApiResult<Response> {
     let slug = EventSlug::parse(&slug)?;
-    let event = state
-        .db
-        .event_by_slug(slug.as_str())
-        .await?
-        .ok_or(ApiError::EventNotFound)?;
+    let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
     let client = client.ip();
     state
         .login_throttle
@@ -43,11 +39,7 @@ async fn login(
         .map_err(|retry_after_s| ApiError::TooManyAttempts { retry_after_s })?;
     let hash = event.organiser_password_hash.clone();
     let password = body.password;
-    if !state
-        .blocking
-        .crypto(move || auth::verify_password(&password, &hash))
-        .await?
-    {
+    if !state.blocking.crypto(move || auth::verify_password(&password, &hash)).await? {
         state.login_throttle.failed(client, event.id);
         return Err(ApiError::InvalidCredentials);
     }
@@ -56,10 +48,5 @@ async fn login(
     state.db.insert_organiser_session(&digest, event.id).await?;
     tracing::info!(event_id = %event.id, "organiser logged in");
     let cookie = auth::session_cookie(ORGANISER_COOKIE, &token, state.settings.secure_cookies);
-    Ok((
-        StatusCode::CREATED,
-        [(header::SET_COOKIE, cookie)],
-        Json(json!({ "token": token })),
-    )
-        .into_response())
+    Ok((StatusCode::CREATED, [(header::SET_COOKIE, cookie)], Json(json!({ "token": token }))).into_response())
 }

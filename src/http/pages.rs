@@ -15,15 +15,7 @@ pub fn routes() -> Router<AppState> {
         .route("/", get(index))
         .route("/e/{slug}", get(index))
         .route("/e/{slug}/organiser", get(index))
-        .route(
-            "/static/style.css",
-            get(|| async {
-                (
-                    [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
-                    STYLE_CSS,
-                )
-            }),
-        )
+        .route("/static/style.css", get(|| async { ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE_CSS) }))
 }
 
 async fn index() -> impl IntoResponse {

@@ -28,18 +28,10 @@ pub fn routes() -> Router<AppState> {
             "/api/v1/events/{slug}/uploads",
             // The upload counts its own bytes against `max_upload_bytes`; axum's 2 MB default
             // would cut photos off.
-            post(create_upload)
-                .layer(DefaultBodyLimit::disable())
-                .get(list_uploads),
+            post(create_upload).layer(DefaultBodyLimit::disable()).get(list_uploads),
         )
-        .route(
-            "/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}",
-            get(upload_by_client_id),
-        )
-        .route(
-            "/api/v1/uploads/{id}",
-            get(get_upload).delete(delete_upload),
-        )
+        .route("/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}", get(upload_by_client_id))
+        .route("/api/v1/uploads/{id}", get(get_upload).delete(delete_upload))
 }
 
 async fn create_upload(
@@ -52,19 +44,11 @@ async fn create_upload(
     if guest.event_slug != slug {
         return Err(ApiError::WrongEvent);
     }
-    let header_key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .and_then(ClientUploadId::from_header);
+    let header_key = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).and_then(ClientUploadId::from_header);
     Ok(match ingest(&state, guest, header_key, request).await? {
         Ingested::Created(row) => {
             let location = format!("/api/v1/uploads/{}", row.id);
-            (
-                StatusCode::CREATED,
-                [(header::LOCATION, location)],
-                Json(UploadJson::new(&row)),
-            )
-                .into_response()
+            (StatusCode::CREATED, [(header::LOCATION, location)], Json(UploadJson::new(&row))).into_response()
         }
         Ingested::Replayed(row) => replayed(&row),
     })
@@ -72,9 +56,7 @@ async fn create_upload(
 
 fn replayed(row: &UploadRow) -> Response {
     let mut response = Json(UploadJson::new(row)).into_response();
-    response
-        .headers_mut()
-        .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+    response.headers_mut().insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
     response
 }
 
@@ -84,14 +66,8 @@ pub async fn visible_upload(state: &AppState, viewer: &Viewer, id: Uuid) -> ApiR
     let row = state.db.upload_by_id(id).await?.ok_or(ApiError::NotFound)?;
     let visible = row.deleted_at.is_none()
         && viewer.can_see_event(row.event_id)
-        && (!row.hidden
-            || viewer.is_organiser_of(row.event_id)
-            || viewer.guest_id() == Some(row.guest_id));
-    if visible {
-        Ok(row)
-    } else {
-        Err(ApiError::NotFound)
-    }
+        && (!row.hidden || viewer.is_organiser_of(row.event_id) || viewer.guest_id() == Some(row.guest_id));
+    if visible { Ok(row) } else { Err(ApiError::NotFound) }
 }
 
 async fn get_upload(
@@ -100,9 +76,7 @@ async fn get_upload(
     Path(id): Path<String>,
 ) -> ApiResult<Json<UploadJson>> {
     let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
-    Ok(Json(UploadJson::new(
-        &visible_upload(&state, &viewer, id).await?,
-    )))
+    Ok(Json(UploadJson::new(&visible_upload(&state, &viewer, id).await?)))
 }
 
 /// The preflight a page asks before re-sending a photo's bytes.
@@ -116,9 +90,7 @@ async fn upload_by_client_id(
     }
     let key = ClientUploadId::parse(&key)?;
     match state.db.upload_by_client_id(key.uuid()).await? {
-        Some(row) if row.guest_id == guest.id && row.deleted_at.is_some() => {
-            Err(ApiError::UploadDeleted)
-        }
+        Some(row) if row.guest_id == guest.id && row.deleted_at.is_some() => Err(ApiError::UploadDeleted),
         Some(row) if row.guest_id == guest.id => Ok(Json(UploadJson::new(&row))),
         _ => Err(ApiError::NotFound),
     }
@@ -146,17 +118,9 @@ async fn list_uploads(
     Query(params): Query<ListParams>,
 ) -> ApiResult<Json<UploadPage>> {
     let slug = EventSlug::parse(&slug)?;
-    let event = state
-        .db
-        .event_by_slug(slug.as_str())
-        .await?
-        .ok_or(ApiError::EventNotFound)?;
+    let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
     if !viewer.can_see_event(event.id) {
-        return Err(if viewer.guest.is_some() {
-            ApiError::WrongEvent
-        } else {
-            ApiError::Forbidden
-        });
+        return Err(if viewer.guest.is_some() { ApiError::WrongEvent } else { ApiError::Forbidden });
     }
     let limit = match params.limit.as_deref() {
         None | Some("") => DEFAULT_PAGE,
@@ -171,11 +135,7 @@ async fn list_uploads(
     };
     let query = ListQuery {
         event_id: event.id,
-        viewer_guest: viewer
-            .guest
-            .as_ref()
-            .filter(|g| g.event_id == event.id)
-            .map(|g| g.id),
+        viewer_guest: viewer.guest.as_ref().filter(|g| g.event_id == event.id).map(|g| g.id),
         organiser: viewer.is_organiser_of(event.id),
         before,
         limit: limit + 1,
@@ -187,10 +147,7 @@ async fn list_uploads(
     } else {
         None
     };
-    Ok(Json(UploadPage {
-        items: rows.iter().map(UploadJson::new).collect(),
-        next_cursor,
-    }))
+    Ok(Json(UploadPage { items: rows.iter().map(UploadJson::new).collect(), next_cursor }))
 }
 
 fn decode_cursor(raw: &str) -> ApiResult<Uuid> {
@@ -203,11 +160,7 @@ fn decode_cursor(raw: &str) -> ApiResult<Uuid> {
 
 /// Soft delete: the row (and so its key) stays, a late retry learns the photo is gone;
 /// the bytes are removed and the guest's quota refunded in the same transaction.
-async fn delete_upload(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
+async fn delete_upload(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> ApiResult<StatusCode> {
     let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
     let row = visible_upload(&state, &viewer, id).await?;
     if viewer.guest_id() != Some(row.guest_id) && !viewer.is_organiser_of(row.event_id) {
@@ -220,14 +173,7 @@ async fn delete_upload(
     };
     tx.refund_quota(guest_id, bytes).await?;
     tx.commit().await?;
-    if let Err(e) = state
-        .blobs
-        .delete(BlobKey::Original {
-            event_id: row.event_id,
-            upload_id: id,
-        })
-        .await
-    {
+    if let Err(e) = state.blobs.delete(BlobKey::Original { event_id: row.event_id, upload_id: id }).await {
         tracing::warn!(error = %e, upload_id = %id, "could not delete a deleted upload's original");
     }
     tracing::info!(upload_id = %id, "upload deleted");

@@ -79,10 +79,7 @@ impl UploadJson {
         Self {
             id: row.id,
             event: row.event_slug.clone(),
-            guest: GuestRef {
-                id: row.guest_id,
-                display_name: row.guest_display_name.clone(),
-            },
+            guest: GuestRef { id: row.guest_id, display_name: row.guest_display_name.clone() },
             client_upload_id: row.client_upload_id,
             filename: row.filename.clone(),
             caption: row.caption.clone(),
@@ -93,19 +90,11 @@ impl UploadJson {
             height: row.height,
             taken_at: row.taken_at.map(rfc3339),
             created_at: rfc3339(row.created_at),
-            status: if row.hidden {
-                "hidden".into()
-            } else {
-                row.status.clone()
-            },
+            status: if row.hidden { "hidden".into() } else { row.status.clone() },
             likes: 0,
             liked_by_me: false,
             comments: 0,
-            urls: UploadUrls {
-                original: format!("/api/v1/uploads/{}/original", row.id),
-                preview: None,
-                thumb: None,
-            },
+            urls: UploadUrls { original: format!("/api/v1/uploads/{}/original", row.id), preview: None, thumb: None },
         }
     }
 }

@@ -33,16 +33,7 @@ pub async fn sweep(state: &AppState, min_age: Duration) -> anyhow::Result<(usize
         let temp = BlobKey::Temp(id);
         match state.db.upload_by_id(id).await? {
             Some(row) if row.deleted_at.is_none() => {
-                state
-                    .blobs
-                    .rename(
-                        temp,
-                        BlobKey::Original {
-                            event_id: row.event_id,
-                            upload_id: id,
-                        },
-                    )
-                    .await?;
+                state.blobs.rename(temp, BlobKey::Original { event_id: row.event_id, upload_id: id }).await?;
                 finalized += 1;
             }
             _ => {

@@ -112,12 +112,7 @@ const NOT_AN_IMAGE: &str = "the file is not a supported image (JPEG, PNG, WebP o
 pub fn probe(head: &[u8], sniffed: &Sniffed, max_pixels: u64) -> Result<Probe, ProbeError> {
     let (format, width, height, exif) = if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
         let jpeg = jpeg_header(head, sniffed.len)?;
-        (
-            ImageFormat::Jpeg,
-            jpeg.width,
-            jpeg.height,
-            Some((jpeg.exif, jpeg.sos_offset)),
-        )
+        (ImageFormat::Jpeg, jpeg.width, jpeg.height, Some((jpeg.exif, jpeg.sos_offset)))
     } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
         let (w, h) = png_size(head)?;
         (ImageFormat::Png, w, h, None)
@@ -138,22 +133,15 @@ pub fn probe(head: &[u8], sniffed: &Sniffed, max_pixels: u64) -> Result<Probe, P
     };
 
     if width == 0 || height == 0 {
-        return Err(ProbeError::Unsupported(format!(
-            "the {format:?} header declares an empty image"
-        )));
+        return Err(ProbeError::Unsupported(format!("the {format:?} header declares an empty image")));
     }
     let pixels = u64::from(width) * u64::from(height);
     if pixels > max_pixels {
-        return Err(ProbeError::TooManyPixels {
-            pixels,
-            limit: max_pixels,
-        });
+        return Err(ProbeError::TooManyPixels { pixels, limit: max_pixels });
     }
 
     let complete = match (format, &exif) {
-        (ImageFormat::Jpeg, Some((_, sos))) => {
-            sniffed.last_jpeg_eoi.is_some_and(|eoi| eoi > *sos as u64)
-        }
+        (ImageFormat::Jpeg, Some((_, sos))) => sniffed.last_jpeg_eoi.is_some_and(|eoi| eoi > *sos as u64),
         (ImageFormat::Png, _) => memchr::memmem::find(&sniffed.tail, b"IEND").is_some(),
         (ImageFormat::WebP, _) => {
             let riff_len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as u64;
@@ -162,27 +150,15 @@ pub fn probe(head: &[u8], sniffed: &Sniffed, max_pixels: u64) -> Result<Probe, P
         _ => true,
     };
     if !complete {
-        return Err(ProbeError::Unsupported(format!(
-            "the {format:?} file is cut short (incomplete)"
-        )));
+        return Err(ProbeError::Unsupported(format!("the {format:?} file is cut short (incomplete)")));
     }
 
     let (orientation, taken_at) = match exif {
         Some((Some(exif), _)) => read_exif(exif),
         _ => (1, None),
     };
-    let (width, height) = if (5..=8).contains(&orientation) {
-        (height, width)
-    } else {
-        (width, height)
-    };
-    Ok(Probe {
-        format,
-        width,
-        height,
-        orientation,
-        taken_at,
-    })
+    let (width, height) = if (5..=8).contains(&orientation) { (height, width) } else { (width, height) };
+    Ok(Probe { format, width, height, orientation, taken_at })
 }
 
 struct JpegHeader<'a> {
@@ -219,12 +195,7 @@ fn jpeg_header(head: &[u8], file_len: u64) -> Result<JpegHeader<'_>, ProbeError>
             0xD9 => return Err(corrupt()),
             0xDA => {
                 let (width, height) = size.ok_or_else(corrupt)?;
-                return Ok(JpegHeader {
-                    width,
-                    height,
-                    exif,
-                    sos_offset: pos - 2,
-                });
+                return Ok(JpegHeader { width, height, exif, sos_offset: pos - 2 });
             }
             _ => {}
         }
@@ -243,9 +214,7 @@ fn jpeg_header(head: &[u8], file_len: u64) -> Result<JpegHeader<'_>, ProbeError>
                 let width = u32::from(u16::from_be_bytes([segment[3], segment[4]]));
                 size = Some((width, height));
             }
-            0xE1 if exif.is_none() && segment.starts_with(b"Exif\0\0") => {
-                exif = Some(&segment[6..])
-            }
+            0xE1 if exif.is_none() && segment.starts_with(b"Exif\0\0") => exif = Some(&segment[6..]),
             _ => {}
         }
         pos += len;
@@ -264,10 +233,7 @@ fn png_size(head: &[u8]) -> Result<(u32, u32), ProbeError> {
 
 fn gif_size(head: &[u8]) -> Result<(u32, u32), ProbeError> {
     match head.get(6..10) {
-        Some(s) => Ok((
-            u32::from(u16::from_le_bytes([s[0], s[1]])),
-            u32::from(u16::from_le_bytes([s[2], s[3]])),
-        )),
+        Some(s) => Ok((u32::from(u16::from_le_bytes([s[0], s[1]])), u32::from(u16::from_le_bytes([s[2], s[3]])))),
         None => Err(ProbeError::Unsupported("the GIF header is damaged".into())),
     }
 }
@@ -329,21 +295,17 @@ fn read_exif(raw: &[u8]) -> (u16, Option<DateTime<Utc>>) {
         Some(Value::Ascii(v)) => v.first().cloned(),
         _ => None,
     };
-    let taken_at = ascii(Tag::DateTimeOriginal).and_then(|raw| {
-        let mut dt = exif::DateTime::from_ascii(&raw).ok()?;
-        if let Some(offset) = ascii(Tag::OffsetTimeOriginal) {
-            let _ = dt.parse_offset(&offset);
-        }
-        let naive =
-            NaiveDate::from_ymd_opt(i32::from(dt.year), u32::from(dt.month), u32::from(dt.day))?
-                .and_hms_opt(
-                    u32::from(dt.hour),
-                    u32::from(dt.minute),
-                    u32::from(dt.second),
-                )?;
-        let offset_minutes = i64::from(dt.offset.unwrap_or(0));
-        Some(naive.and_utc() - chrono::Duration::minutes(offset_minutes))
-    });
+    let taken_at =
+        ascii(Tag::DateTimeOriginal).and_then(|raw| {
+            let mut dt = exif::DateTime::from_ascii(&raw).ok()?;
+            if let Some(offset) = ascii(Tag::OffsetTimeOriginal) {
+                let _ = dt.parse_offset(&offset);
+            }
+            let naive = NaiveDate::from_ymd_opt(i32::from(dt.year), u32::from(dt.month), u32::from(dt.day))?
+                .and_hms_opt(u32::from(dt.hour), u32::from(dt.minute), u32::from(dt.second))?;
+            let offset_minutes = i64::from(dt.offset.unwrap_or(0));
+            Some(naive.and_utc() - chrono::Duration::minutes(offset_minutes))
+        });
     (orientation, taken_at)
 }
 
@@ -374,10 +336,7 @@ mod tests {
         let s = sniff(&bytes, 7);
         assert_eq!(
             probe(&s.head, &s, 100_000_000),
-            Err(ProbeError::TooManyPixels {
-                pixels: 10_000_000_000,
-                limit: 100_000_000
-            })
+            Err(ProbeError::TooManyPixels { pixels: 10_000_000_000, limit: 100_000_000 })
         );
     }
 
@@ -385,11 +344,7 @@ mod tests {
     fn the_end_of_image_marker_is_found_across_chunk_boundaries() {
         let bytes = [1u8, 2, 0xFF, 0xD9, 5, 0xFF];
         for chunk in 1..=6 {
-            assert_eq!(
-                sniff(&bytes, chunk).last_jpeg_eoi,
-                Some(2),
-                "chunk size {chunk}"
-            );
+            assert_eq!(sniff(&bytes, chunk).last_jpeg_eoi, Some(2), "chunk size {chunk}");
         }
         assert_eq!(sniff(&[0xFF, 0xD9], 1).last_jpeg_eoi, Some(0));
         assert_eq!(sniff(&[0xD9, 0xFF], 1).last_jpeg_eoi, None);
@@ -405,15 +360,10 @@ mod tests {
     #[test]
     fn text_and_heic_are_not_accepted() {
         let s = sniff(b"hello, this is not a photo", 4);
-        assert!(matches!(
-            probe(&s.head, &s, 1 << 30),
-            Err(ProbeError::Unsupported(_))
-        ));
+        assert!(matches!(probe(&s.head, &s, 1 << 30), Err(ProbeError::Unsupported(_))));
         let heic = b"\0\0\0\x18ftypheic\0\0\0\0mif1heic";
         let s = sniff(heic, 4);
-        assert!(
-            matches!(probe(&s.head, &s, 1 << 30), Err(ProbeError::Unsupported(m)) if m.contains("HEIC"))
-        );
+        assert!(matches!(probe(&s.head, &s, 1 << 30), Err(ProbeError::Unsupported(m)) if m.contains("HEIC")));
     }
 
     #[test]
@@ -421,9 +371,6 @@ mod tests {
         let mut bytes = png_header(10, 10);
         bytes.truncate(bytes.len() - 12);
         let s = sniff(&bytes, 5);
-        assert!(matches!(
-            probe(&s.head, &s, 1 << 30),
-            Err(ProbeError::Unsupported(_))
-        ));
+        assert!(matches!(probe(&s.head, &s, 1 << 30), Err(ProbeError::Unsupported(_))));
     }
 }

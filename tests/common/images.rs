@@ -7,16 +7,9 @@ use image::{ImageFormat, Rgb, RgbImage};
 
 /// A real JPEG, `w`×`h`, with some structure so its size is realistic.
 pub fn jpeg(w: u32, h: u32) -> Vec<u8> {
-    let img = RgbImage::from_fn(w, h, |x, y| {
-        Rgb([
-            (x * 7 % 256) as u8,
-            (y * 13 % 256) as u8,
-            ((x ^ y) % 256) as u8,
-        ])
-    });
+    let img = RgbImage::from_fn(w, h, |x, y| Rgb([(x * 7 % 256) as u8, (y * 13 % 256) as u8, ((x ^ y) % 256) as u8]));
     let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, ImageFormat::Jpeg)
-        .expect("encode jpeg");
+    img.write_to(&mut out, ImageFormat::Jpeg).expect("encode jpeg");
     out.into_inner()
 }
 
@@ -31,16 +24,14 @@ pub fn jpeg_of_about(bytes: usize) -> Vec<u8> {
         Rgb([state as u8, (state >> 8) as u8, (state >> 16) as u8])
     });
     let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, ImageFormat::Jpeg)
-        .expect("encode jpeg");
+    img.write_to(&mut out, ImageFormat::Jpeg).expect("encode jpeg");
     out.into_inner()
 }
 
 pub fn png(w: u32, h: u32) -> Vec<u8> {
     let img = RgbImage::from_fn(w, h, |x, y| Rgb([x as u8, y as u8, 128]));
     let mut out = Cursor::new(Vec::new());
-    img.write_to(&mut out, ImageFormat::Png)
-        .expect("encode png");
+    img.write_to(&mut out, ImageFormat::Png).expect("encode png");
     out.into_inner()
 }
 
@@ -80,10 +71,7 @@ pub fn png_bomb(w: u32, h: u32) -> Vec<u8> {
     ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     out.extend(chunk(b"IHDR", &ihdr));
-    out.extend(chunk(
-        b"IDAT",
-        &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
-    ));
+    out.extend(chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]));
     out.extend(chunk(b"IEND", &[]));
     out
 }
@@ -93,11 +81,7 @@ fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
         }
     }
     !crc

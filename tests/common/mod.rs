@@ -3,6 +3,7 @@
 //! over HTTP and to look at what it left behind (rows, blobs, quota).
 #![allow(dead_code)]
 
+pub mod fault_proxy;
 pub mod images;
 
 use std::net::SocketAddr;
@@ -57,11 +58,7 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Self {
-            max_upload_bytes: 50 * 1024 * 1024,
-            max_image_pixels: 100_000_000,
-            guest_quota_bytes: 1 << 30,
-        }
+        Self { max_upload_bytes: 50 * 1024 * 1024, max_image_pixels: 100_000_000, guest_quota_bytes: 1 << 30 }
     }
 }
 
@@ -85,9 +82,9 @@ pub struct TestApp {
 pub async fn fresh_postgres_database() -> String {
     let server = std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned());
     let name = format!("test_{}", Uuid::new_v4().simple());
-    let admin = sqlx::PgPool::connect(&server).await.unwrap_or_else(|e| {
-        panic!("PostgreSQL at {server} is needed for the tests (set TEST_DATABASE_URL): {e}")
-    });
+    let admin = sqlx::PgPool::connect(&server)
+        .await
+        .unwrap_or_else(|e| panic!("PostgreSQL at {server} is needed for the tests (set TEST_DATABASE_URL): {e}"));
     sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
         .execute(&admin)
         .await
@@ -113,23 +110,13 @@ impl TestApp {
 
     /// A second instance on the same database and the same blob directory.
     pub async fn spawn_sharing(other: &TestApp) -> Self {
-        Self::start(
-            other.backend,
-            other.options.clone(),
-            other.data_dir.clone(),
-            other.database_url.clone(),
-        )
-        .await
+        Self::start(other.backend, other.options.clone(), other.data_dir.clone(), other.database_url.clone()).await
     }
 
     /// This instance again after `stop`: same database, same blobs.
     pub async fn restart(self) -> Self {
-        let (backend, options, data_dir, database_url) = (
-            self.backend,
-            self.options.clone(),
-            self.data_dir.clone(),
-            self.database_url.clone(),
-        );
+        let (backend, options, data_dir, database_url) =
+            (self.backend, self.options.clone(), self.data_dir.clone(), self.database_url.clone());
         self.stop().await;
         Self::start(backend, options, data_dir, database_url).await
     }
@@ -156,9 +143,7 @@ impl TestApp {
             no_demo: true,
             shutdown_grace_s: 5,
         };
-        let state = AppState::open(&args, ADMIN_TOKEN.to_owned())
-            .await
-            .expect("open app state");
+        let state = AppState::open(&args, ADMIN_TOKEN.to_owned()).await.expect("open app state");
         let db = state.db.clone();
         let served_state = state.clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -169,10 +154,7 @@ impl TestApp {
             backend,
             addr,
             base: format!("http://{addr}"),
-            client: reqwest::Client::builder()
-                .timeout(Duration::from_secs(60))
-                .build()
-                .expect("client"),
+            client: reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("client"),
             db,
             state,
             data_dir,
@@ -205,8 +187,7 @@ impl TestApp {
     // ---- typed helpers --------------------------------------------------------------
 
     pub async fn create_event(&self) -> Event {
-        self.create_event_with_quota(self.options.guest_quota_bytes)
-            .await
+        self.create_event_with_quota(self.options.guest_quota_bytes).await
     }
 
     pub async fn create_event_with_quota(&self, quota: i64) -> Event {
@@ -239,11 +220,7 @@ impl TestApp {
         assert_eq!(response.status(), StatusCode::CREATED, "joining");
         let body: Value = response.json().await.expect("guest json");
         Guest {
-            id: body["guest"]["id"]
-                .as_str()
-                .expect("id")
-                .parse()
-                .expect("uuid"),
+            id: body["guest"]["id"].as_str().expect("id").parse().expect("uuid"),
             token: body["token"].as_str().expect("token").to_owned(),
             slug: event.slug.clone(),
         }
@@ -263,22 +240,11 @@ impl TestApp {
     }
 
     /// Uploads `bytes` as `photo.jpg`, the key (if any) sent as a part before the file.
-    pub async fn upload(
-        &self,
-        guest: &Guest,
-        bytes: &[u8],
-        key: Option<Uuid>,
-    ) -> reqwest::Response {
-        self.upload_form(guest, upload_form(bytes, key, "photo.jpg", None), None)
-            .await
+    pub async fn upload(&self, guest: &Guest, bytes: &[u8], key: Option<Uuid>) -> reqwest::Response {
+        self.upload_form(guest, upload_form(bytes, key, "photo.jpg", None), None).await
     }
 
-    pub async fn upload_form(
-        &self,
-        guest: &Guest,
-        form: Form,
-        header_key: Option<&str>,
-    ) -> reqwest::Response {
+    pub async fn upload_form(&self, guest: &Guest, form: Form, header_key: Option<&str>) -> reqwest::Response {
         let mut request = self
             .client
             .post(self.url(&format!("/api/v1/events/{}/uploads", guest.slug)))
@@ -291,13 +257,7 @@ impl TestApp {
     }
 
     pub async fn get_json(&self, path: &str, token: &str) -> (StatusCode, Value) {
-        let response = self
-            .client
-            .get(self.url(path))
-            .bearer_auth(token)
-            .send()
-            .await
-            .expect("GET");
+        let response = self.client.get(self.url(path)).bearer_auth(token).send().await.expect("GET");
         let status = response.status();
         (status, response.json().await.unwrap_or(Value::Null))
     }
@@ -312,16 +272,10 @@ impl TestApp {
     pub async fn used_bytes(&self, guest: &Guest) -> i64 {
         match &self.db {
             Db::Sqlite(p) => {
-                sqlx::query_scalar("SELECT used_bytes FROM guests WHERE id = $1")
-                    .bind(guest.id)
-                    .fetch_one(p)
-                    .await
+                sqlx::query_scalar("SELECT used_bytes FROM guests WHERE id = $1").bind(guest.id).fetch_one(p).await
             }
             Db::Postgres(p) => {
-                sqlx::query_scalar("SELECT used_bytes FROM guests WHERE id = $1")
-                    .bind(guest.id)
-                    .fetch_one(p)
-                    .await
+                sqlx::query_scalar("SELECT used_bytes FROM guests WHERE id = $1").bind(guest.id).fetch_one(p).await
             }
         }
         .expect("used_bytes")
@@ -341,11 +295,7 @@ impl TestApp {
             if let Ok(entries) = std::fs::read_dir(dir) {
                 for entry in entries.flatten() {
                     let path = entry.path();
-                    if path.is_dir() {
-                        walk(&path, out)
-                    } else {
-                        out.push(path)
-                    }
+                    if path.is_dir() { walk(&path, out) } else { out.push(path) }
                 }
             }
         }
@@ -384,26 +334,15 @@ pub fn upload_form(bytes: &[u8], key: Option<Uuid>, filename: &str, caption: Opt
     if let Some(caption) = caption {
         form = form.text("caption", caption.to_owned());
     }
-    let part = Part::bytes(bytes.to_vec())
-        .file_name(filename.to_owned())
-        .mime_str("image/jpeg")
-        .expect("mime");
+    let part = Part::bytes(bytes.to_vec()).file_name(filename.to_owned()).mime_str("image/jpeg").expect("mime");
     form.part("file", part)
 }
 
 /// Asserts a problem+json answer with this status and code; returns the body.
 pub async fn assert_problem(response: reqwest::Response, status: StatusCode, code: &str) -> Value {
     assert_eq!(response.status(), status, "status for {code}");
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    assert_eq!(
-        content_type, "application/problem+json",
-        "content type for {code}"
-    );
+    let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    assert_eq!(content_type, "application/problem+json", "content type for {code}");
     let body: Value = response.json().await.expect("problem json");
     assert_eq!(body["code"], code, "problem body: {body}");
     assert_eq!(body["status"], status.as_u16());
