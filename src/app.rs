@@ -70,6 +70,8 @@ pub fn router(state: AppState) -> Router {
     // (the span names the route template, never the raw path with its ids).
     Router::new()
         .merge(crate::http::routes())
+        .fallback(|| async { ApiError::NotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
             let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or("-");
             tracing::info_span!("request", method = %request.method(), route)

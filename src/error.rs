@@ -60,8 +60,12 @@ pub enum ApiError {
     InvalidRequest(String),
     #[error("{0}")]
     InvalidCursor(String),
-    #[error("the server is shutting down; try again shortly")]
-    ShuttingDown,
+    #[error("the range starts beyond the end of the file ({len} bytes)")]
+    RangeNotSatisfiable { len: u64 },
+    #[error("this resource does not allow that method")]
+    MethodNotAllowed,
+    #[error("the database does not answer")]
+    NotReady,
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -87,7 +91,9 @@ impl ApiError {
             | InvalidCursor(_) => StatusCode::BAD_REQUEST,
             FileTooLarge { .. } | QuotaExceeded { .. } | ImageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            NotReady => StatusCode::SERVICE_UNAVAILABLE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -121,7 +127,9 @@ impl ApiError {
             InvalidCaption(_) => "invalid_caption",
             InvalidRequest(_) => "invalid_request",
             InvalidCursor(_) => "invalid_cursor",
-            ShuttingDown => "shutting_down",
+            RangeNotSatisfiable { .. } => "range_not_satisfiable",
+            MethodNotAllowed => "method_not_allowed",
+            NotReady => "not_ready",
             Internal(_) => "internal",
         }
     }
@@ -182,8 +190,10 @@ impl IntoResponse for ApiError {
         if let ApiError::TooManyAttempts { retry_after_s } = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
         }
-        if matches!(self, ApiError::ShuttingDown) {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        if let ApiError::RangeNotSatisfiable { len } = self
+            && let Ok(value) = HeaderValue::from_str(&format!("bytes */{len}"))
+        {
+            headers.insert(header::CONTENT_RANGE, value);
         }
         response
     }

@@ -20,6 +20,8 @@ both_backends!(
     the_preflight_finds_a_guests_own_upload_by_its_key,
     the_organiser_deletes_any_upload_and_the_uploader_is_refunded,
     health_readiness_and_info_answer,
+    anyone_with_the_link_sees_the_events_name_and_its_organiser_sees_all,
+    unknown_paths_and_methods_are_problems_too,
 );
 
 async fn post_json(app: &TestApp, path: &str, token: Option<&str>, body: Value) -> reqwest::Response {
@@ -327,4 +329,50 @@ async fn health_readiness_and_info_answer(backend: Backend) {
     app.db.close().await;
     let not_ready = app.client.get(app.url("/readyz")).send().await.expect("readyz");
     assert_eq!(not_ready.status(), StatusCode::SERVICE_UNAVAILABLE, "no database, not ready");
+}
+
+async fn anyone_with_the_link_sees_the_events_name_and_its_organiser_sees_all(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let public: Value = app
+        .client
+        .get(app.url(&format!("/api/v1/events/{}", event.slug)))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        public,
+        json!({"slug": event.slug, "name": "Anna & Ben", "uploads_open": true}),
+        "no join token for strangers"
+    );
+    let organiser = app.organiser_login(&event).await;
+    let (status, full) = app.get_json(&format!("/api/v1/events/{}", event.slug), &organiser).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(full["join_token"], event.join_token);
+    let missing = app.client.get(app.url("/api/v1/events/no-such-event")).send().await.expect("get");
+    assert_problem(missing, StatusCode::NOT_FOUND, "event_not_found").await;
+}
+
+async fn unknown_paths_and_methods_are_problems_too(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let unknown = app.client.get(app.url("/api/v1/nothing-here")).send().await.expect("get");
+    assert_problem(unknown, StatusCode::NOT_FOUND, "not_found").await;
+    let wrong_method = app.client.put(app.url("/api/v1/me")).send().await.expect("put");
+    assert_problem(wrong_method, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed").await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Anna").await;
+    let upload: Value = app.upload(&guest, &images::jpeg(8, 8), Some(Uuid::new_v4())).await.json().await.expect("json");
+    let past_the_end = app
+        .client
+        .get(app.url(upload["urls"]["original"].as_str().expect("url")))
+        .bearer_auth(&guest.token)
+        .header("range", "bytes=999999-")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(past_the_end.headers()["content-range"], format!("bytes */{}", upload["bytes"]));
+    assert_problem(past_the_end, StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable").await;
 }

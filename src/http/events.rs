@@ -3,20 +3,20 @@
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{patch, post};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use super::extract::{Admin, JsonBody, Organiser};
+use super::extract::{Admin, JsonBody, Organiser, Viewer};
 use super::views::EventJson;
 use crate::app::AppState;
 use crate::db::events::EventChange;
-use crate::domain::{EventName, OrganiserPassword};
+use crate::domain::{EventName, EventSlug, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{NewEvent, create_event};
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/events", post(create)).route("/api/v1/events/{slug}", patch(change))
+    Router::new().route("/api/v1/events", post(create)).route("/api/v1/events/{slug}", get(show).patch(change))
 }
 
 #[derive(Deserialize)]
@@ -36,6 +36,22 @@ async fn create(State(state): State<AppState>, _: Admin, JsonBody(body): JsonBod
     tracing::info!(event_id = %event.id, slug = %event.slug, "event created");
     let location = format!("/api/v1/events/{}", event.slug);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(EventJson::new(&event, &state.settings.public_url)))
+        .into_response())
+}
+
+/// What the join page shows before anyone joined: the event's name and whether uploads are
+/// open. Its organiser sees the whole event, join token included.
+async fn show(
+    State(state): State<AppState>,
+    viewer: Result<Viewer, ApiError>,
+    Path(slug): Path<String>,
+) -> ApiResult<Response> {
+    let slug = EventSlug::parse(&slug)?;
+    let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
+    if viewer.is_ok_and(|v| v.is_organiser_of(event.id)) {
+        return Ok(Json(EventJson::new(&event, &state.settings.public_url)).into_response());
+    }
+    Ok(Json(serde_json::json!({"slug": event.slug, "name": event.name, "uploads_open": event.uploads_open}))
         .into_response())
 }
 

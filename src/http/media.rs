@@ -46,10 +46,7 @@ async fn original(
         Some(raw) => match parse_range(raw, len) {
             RangeRequest::Satisfiable(start, end) => Some((start, end)),
             RangeRequest::Ignored => None,
-            RangeRequest::Unsatisfiable => {
-                return Ok((StatusCode::RANGE_NOT_SATISFIABLE, [(header::CONTENT_RANGE, format!("bytes */{len}"))])
-                    .into_response());
-            }
+            RangeRequest::Unsatisfiable => return Err(ApiError::RangeNotSatisfiable { len }),
         },
     };
 

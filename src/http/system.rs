@@ -1,12 +1,12 @@
 //! Health, readiness and what this server can do.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use crate::app::AppState;
+use crate::error::ApiError;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -16,12 +16,8 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// 200 while the database answers, else 503 (a load balancer stops sending guests here).
-async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
-    if state.db.ping().await {
-        (StatusCode::OK, "ready")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "database unavailable")
-    }
+async fn ready(State(state): State<AppState>) -> Result<&'static str, ApiError> {
+    if state.db.ping().await { Ok("ready") } else { Err(ApiError::NotReady) }
 }
 
 async fn info(State(state): State<AppState>) -> Json<Value> {

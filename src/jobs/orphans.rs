@@ -1,4 +1,4 @@
-//! The orphan sweep, run at start: temporary blobs left by a crash or a killed request.
+//! The orphan sweep, run at start and every quarter of an hour: temporary blobs left by a crash or a killed request.
 //! A temporary blob whose upload row committed is moved to its final key (the process died
 //! between commit and move); one without a live row is deleted, and so are half-written
 //! staging files of a local store. Blobs younger than `MIN_AGE` are left alone: another instance sharing the store may still be receiving them.
@@ -12,12 +12,18 @@ use crate::blobs::BlobKey;
 
 const MIN_AGE: Duration = Duration::from_secs(15 * 60);
 
+/// Sweeps at start and then every `MIN_AGE`: after a quick restart (seconds, as a service
+/// manager does it) a crashed upload's blobs are still too young, and the next round gets them.
 pub fn spawn_sweep(state: AppState) {
     tokio::spawn(async move {
-        match sweep(&state, MIN_AGE).await {
-            Ok((0, 0)) => {}
-            Ok((finalized, deleted)) => tracing::info!(finalized, deleted, "orphan sweep done"),
-            Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),
+        let mut rounds = tokio::time::interval(MIN_AGE);
+        loop {
+            rounds.tick().await;
+            match sweep(&state, MIN_AGE).await {
+                Ok((0, 0)) => {}
+                Ok((finalized, deleted)) => tracing::info!(finalized, deleted, "orphan sweep done"),
+                Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),
+            }
         }
     });
 }

@@ -1,0 +1,317 @@
+//! The API reference (`static/openapi.json`, served at `/api/v1/openapi.json`) against the server:
+//! every route documented, every error a problem with its `code`, every `code` of `src/error.rs`
+//! documented, and the Upload exactly as API.md has it. No server needed.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+const DOCUMENT: &str = include_str!("../static/openapi.json");
+const ERROR_RS: &str = include_str!("../src/error.rs");
+
+/// Every route the server has. A route added to `src/http/` without documenting it belongs
+/// here too — and then this test says what the document is missing.
+const OPERATIONS: &[(&str, &str)] = &[
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("get", "/api/v1/info"),
+    ("get", "/api/v1/openapi.json"),
+    ("post", "/api/v1/events"),
+    ("get", "/api/v1/events/{slug}"),
+    ("patch", "/api/v1/events/{slug}"),
+    ("post", "/api/v1/events/{slug}/guests"),
+    ("get", "/api/v1/me"),
+    ("post", "/api/v1/events/{slug}/organiser-sessions"),
+    ("post", "/api/v1/events/{slug}/uploads"),
+    ("get", "/api/v1/events/{slug}/uploads"),
+    ("get", "/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}"),
+    ("get", "/api/v1/uploads/{id}"),
+    ("delete", "/api/v1/uploads/{id}"),
+    ("get", "/api/v1/uploads/{id}/original"),
+];
+
+/// Error responses that are not problem+json (none: every error is).
+const NOT_PROBLEMS: &[(&str, &str, &str)] = &[];
+
+const PROBLEM_REF: &str = "#/components/schemas/Problem";
+
+const HTTP_METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/// The Upload's keys, as API.md lists them.
+const UPLOAD_KEYS: &[&str] = &[
+    "id",
+    "event",
+    "guest",
+    "client_upload_id",
+    "filename",
+    "caption",
+    "content_type",
+    "bytes",
+    "sha256",
+    "width",
+    "height",
+    "taken_at",
+    "created_at",
+    "status",
+    "likes",
+    "liked_by_me",
+    "comments",
+    "urls",
+];
+
+fn document() -> Value {
+    serde_json::from_str(DOCUMENT).expect("static/openapi.json is JSON")
+}
+
+/// The node a local `$ref` (`#/a/b`) points to.
+fn resolve<'a>(doc: &'a Value, reference: &str) -> &'a Value {
+    let pointer = reference.strip_prefix('#').unwrap_or_else(|| panic!("{reference} is not a local reference"));
+    doc.pointer(pointer).unwrap_or_else(|| panic!("{reference} points to nothing"))
+}
+
+/// A node, or what it refers to when it is a `$ref`.
+fn deref<'a>(doc: &'a Value, node: &'a Value) -> &'a Value {
+    match node.get("$ref").and_then(Value::as_str) {
+        Some(reference) => deref(doc, resolve(doc, reference)),
+        None => node,
+    }
+}
+
+/// Every `(method, path, operation)` in the document.
+fn operations(doc: &Value) -> Vec<(String, String, &Value)> {
+    let paths = doc["paths"].as_object().expect("`paths` is an object");
+    let mut found = Vec::new();
+    for (path, item) in paths {
+        for (method, operation) in item.as_object().expect("a path item is an object") {
+            if HTTP_METHODS.contains(&method.as_str()) {
+                found.push((method.clone(), path.clone(), operation));
+            }
+        }
+    }
+    found
+}
+
+/// Whether `node` (or anything it contains, following `$ref`s) refers to `target`.
+fn refers_to(doc: &Value, node: &Value, target: &str, depth: usize) -> bool {
+    if depth > 32 {
+        return false;
+    }
+    match node {
+        Value::Object(map) => map.iter().any(|(key, value)| match (key.as_str(), value.as_str()) {
+            ("$ref", Some(reference)) => {
+                reference == target || refers_to(doc, resolve(doc, reference), target, depth + 1)
+            }
+            _ => refers_to(doc, value, target, depth + 1),
+        }),
+        Value::Array(items) => items.iter().any(|item| refers_to(doc, item, target, depth + 1)),
+        _ => false,
+    }
+}
+
+/// Every string in an `enum` written under `node` (not following `$ref`s, which would reach the
+/// full list in `ErrorCode`): the codes a response narrows `code` to.
+fn enum_values(node: &Value, out: &mut BTreeSet<String>) {
+    match node {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("enum", Value::Array(values)) => {
+                        out.extend(values.iter().filter_map(Value::as_str).map(str::to_owned))
+                    }
+                    _ => enum_values(value, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| enum_values(item, out)),
+        _ => {}
+    }
+}
+
+/// The string literals of `ApiError::code`'s match in src/error.rs: the body of `fn code`,
+/// up to the next `fn`, and every `"…"` in it.
+fn codes_in_error_rs() -> BTreeSet<String> {
+    let start = ERROR_RS.find("fn code(").expect("src/error.rs has `fn code(`");
+    let body = &ERROR_RS[start + "fn code(".len()..];
+    let body = &body[..body.find("fn ").unwrap_or(body.len())];
+    let codes: BTreeSet<String> = body.split('"').skip(1).step_by(2).map(str::to_owned).collect();
+    assert!(codes.len() >= 10, "found only {codes:?} in `fn code` of src/error.rs: has its shape changed?");
+    for code in &codes {
+        assert!(
+            !code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+            "`{code}` from src/error.rs is not a snake_case code"
+        );
+    }
+    codes
+}
+
+/// The `ErrorCode` schema's enum: the document's list of every code.
+fn documented_codes(doc: &Value) -> BTreeSet<String> {
+    doc.pointer("/components/schemas/ErrorCode/enum")
+        .and_then(Value::as_array)
+        .expect("components.schemas.ErrorCode has an enum")
+        .iter()
+        .map(|v| v.as_str().expect("codes are strings").to_owned())
+        .collect()
+}
+
+#[test]
+fn the_document_is_openapi_3_1() {
+    let doc = document();
+    let version = doc["openapi"].as_str().expect("`openapi` is a string");
+    assert!(version.starts_with("3.1."), "OpenAPI {version}, not 3.1.x");
+    assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string(), "info.title and info.version");
+    assert!(doc["paths"].is_object(), "`paths` is an object");
+}
+
+#[test]
+fn every_reference_resolves() {
+    fn walk(doc: &Value, node: &Value) {
+        match node {
+            Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value) {
+                        ("$ref", Value::String(reference)) => {
+                            resolve(doc, reference);
+                        }
+                        _ => walk(doc, value),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| walk(doc, item)),
+            _ => {}
+        }
+    }
+    let doc = document();
+    walk(&doc, &doc);
+}
+
+#[test]
+fn every_route_is_documented_and_nothing_else() {
+    let doc = document();
+    let documented: BTreeSet<(String, String)> = operations(&doc).into_iter().map(|(m, p, _)| (m, p)).collect();
+    let expected: BTreeSet<(String, String)> =
+        OPERATIONS.iter().map(|(m, p)| ((*m).to_owned(), (*p).to_owned())).collect();
+    let missing: Vec<_> = expected.difference(&documented).collect();
+    let unknown: Vec<_> = documented.difference(&expected).collect();
+    assert!(missing.is_empty(), "routes the document does not describe: {missing:?}");
+    assert!(unknown.is_empty(), "documented operations the server does not have: {unknown:?}");
+}
+
+#[test]
+fn every_operation_says_who_may_call_it_and_what_it_answers() {
+    let doc = document();
+    let schemes = doc["components"]["securitySchemes"].as_object().expect("components.securitySchemes");
+    for (method, path, operation) in operations(&doc) {
+        let security = operation["security"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{method} {path}: no `security` (use [{{}}] for none)"));
+        for requirement in security {
+            for scheme in requirement.as_object().expect("a security requirement is an object").keys() {
+                assert!(schemes.contains_key(scheme), "{method} {path}: unknown security scheme {scheme}");
+            }
+        }
+        let responses = operation["responses"].as_object().unwrap_or_else(|| panic!("{method} {path}: no responses"));
+        assert!(responses.keys().any(|s| s.starts_with('2')), "{method} {path}: no 2xx response");
+        assert!(operation["operationId"].is_string(), "{method} {path}: no operationId");
+    }
+    let cookies: BTreeSet<&str> =
+        schemes.values().filter(|s| s["in"] == "cookie").filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(cookies, BTreeSet::from(["confetti_guest", "confetti_organiser"]));
+}
+
+#[test]
+fn every_error_response_is_a_problem_with_its_codes() {
+    let doc = document();
+    let all_codes = documented_codes(&doc);
+    for (method, path, operation) in operations(&doc) {
+        for (status, response) in operation["responses"].as_object().expect("responses") {
+            if !(status.starts_with('4') || status.starts_with('5')) {
+                continue;
+            }
+            if NOT_PROBLEMS.contains(&(method.as_str(), path.as_str(), status.as_str())) {
+                continue;
+            }
+            let response = deref(&doc, response);
+            let content = &response["content"]["application/problem+json"];
+            assert!(content.is_object(), "{method} {path} {status}: not application/problem+json");
+            assert!(
+                refers_to(&doc, &content["schema"], PROBLEM_REF, 0),
+                "{method} {path} {status}: the schema does not refer to {PROBLEM_REF}"
+            );
+            let mut codes = BTreeSet::new();
+            enum_values(&content["schema"], &mut codes);
+            assert!(!codes.is_empty(), "{method} {path} {status}: lists no `code`");
+            let unknown: Vec<_> = codes.difference(&all_codes).collect();
+            assert!(unknown.is_empty(), "{method} {path} {status}: codes not in ErrorCode: {unknown:?}");
+        }
+    }
+}
+
+#[test]
+fn every_error_code_of_the_server_is_documented() {
+    let doc = document();
+    let server = codes_in_error_rs();
+    let documented = documented_codes(&doc);
+    let undocumented: Vec<_> = server.difference(&documented).collect();
+    assert!(undocumented.is_empty(), "codes in src/error.rs that the document's ErrorCode lacks: {undocumented:?}");
+    let stale: Vec<_> = documented.difference(&server).collect();
+    assert!(stale.is_empty(), "codes in the document that src/error.rs does not produce: {stale:?}");
+    for code in &server {
+        assert!(DOCUMENT.matches(&format!("\"{code}\"")).count() >= 1, "`{code}` does not appear in the document");
+    }
+}
+
+#[test]
+fn the_upload_is_the_one_of_api_md() {
+    let doc = document();
+    let upload = &doc["components"]["schemas"]["Upload"];
+    let required: BTreeSet<&str> =
+        upload["required"].as_array().expect("Upload.required").iter().map(|v| v.as_str().expect("a key")).collect();
+    let properties: BTreeSet<&str> =
+        upload["properties"].as_object().expect("Upload.properties").keys().map(String::as_str).collect();
+    let expected: BTreeSet<&str> = UPLOAD_KEYS.iter().copied().collect();
+    assert_eq!(required, expected, "Upload.required");
+    assert_eq!(properties, expected, "Upload.properties");
+
+    let status = deref(&doc, &upload["properties"]["status"]);
+    let statuses: BTreeSet<&str> =
+        status["enum"].as_array().expect("status enum").iter().filter_map(Value::as_str).collect();
+    assert_eq!(statuses, BTreeSet::from(["processing", "ready", "failed", "hidden"]));
+    let urls = deref(&doc, &upload["properties"]["urls"]);
+    let url_keys: BTreeSet<&str> = urls["properties"].as_object().expect("urls").keys().map(String::as_str).collect();
+    assert_eq!(url_keys, BTreeSet::from(["original", "preview", "thumb"]));
+    let guest = deref(&doc, &upload["properties"]["guest"]);
+    let guest_keys: BTreeSet<&str> =
+        guest["properties"].as_object().expect("guest").keys().map(String::as_str).collect();
+    assert_eq!(guest_keys, BTreeSet::from(["id", "display_name"]));
+}
+
+#[test]
+fn the_upload_form_has_its_parts_in_order() {
+    let doc = document();
+    let post = &doc["paths"]["/api/v1/events/{slug}/uploads"]["post"];
+    let form = deref(&doc, &post["requestBody"]["content"]["multipart/form-data"]["schema"]);
+    let parts: BTreeSet<&str> =
+        form["properties"].as_object().expect("UploadForm.properties").keys().map(String::as_str).collect();
+    assert_eq!(parts, BTreeSet::from(["client_upload_id", "caption", "file"]));
+    assert_eq!(form["required"], serde_json::json!(["file"]), "only the file part is required");
+    // serde_json sorts an object's keys, so the order is read from the text: the form's
+    // properties are the first `"part":` keys after the schema's name.
+    let text = &DOCUMENT[DOCUMENT.find("\"UploadForm\":").expect("an UploadForm schema")..];
+    let position = |part: &str| text.find(&format!("\"{part}\":")).unwrap_or(usize::MAX);
+    assert!(
+        position("client_upload_id") < position("caption") && position("caption") < position("file"),
+        "the UploadForm lists client_upload_id, caption, file in that order"
+    );
+    let headers: BTreeSet<&str> = post["parameters"]
+        .as_array()
+        .expect("upload parameters")
+        .iter()
+        .map(|p| deref(&doc, p))
+        .filter(|p| p["in"] == "header")
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(headers.contains("Idempotency-Key"), "the upload documents Idempotency-Key");
+    assert!(post["responses"]["200"]["headers"]["Idempotent-Replayed"].is_object(), "a replay's Idempotent-Replayed");
+    assert!(post["responses"]["201"]["headers"]["Location"].is_object(), "a new upload's Location");
+}
