@@ -78,6 +78,10 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     skip: Vec<String>,
 
+    /// Also write the generated JPEG to this file (to replay by hand with curl).
+    #[arg(long)]
+    save_jpeg: Option<PathBuf>,
+
     /// Internal: run as the bare reference server on 127.0.0.1:PORT, storing files in DIR.
     #[arg(long, num_args = 2, value_names = ["PORT", "DIR"], hide = true)]
     bare_server: Option<Vec<String>>,
@@ -100,10 +104,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
     let outcome = runtime.block_on(async {
         tokio::select! {
             result = bench(args) => result,
@@ -124,14 +125,8 @@ fn main() -> ExitCode {
 // The benchmark
 
 async fn bench(args: Args) -> Result<()> {
-    ensure!(
-        args.concurrency.len() == args.uploads.len(),
-        "--concurrency and --uploads need as many entries each"
-    );
-    ensure!(
-        args.concurrency.iter().all(|&c| c >= 1) && args.rounds >= 1,
-        "concurrency and rounds must be at least 1"
-    );
+    ensure!(args.concurrency.len() == args.uploads.len(), "--concurrency and --uploads need as many entries each");
+    ensure!(args.concurrency.iter().all(|&c| c >= 1) && args.rounds >= 1, "concurrency and rounds must be at least 1");
     let skip = |f: &str| args.skip.iter().any(|s| s.eq_ignore_ascii_case(f));
     let confetti_bin = args
         .confetti_bin
@@ -144,10 +139,7 @@ async fn bench(args: Args) -> Result<()> {
     );
     let machine = Machine::read();
     let started_at = chrono::Utc::now();
-    eprintln!(
-        "machine: {} cores, {}; load average {}",
-        machine.cores, machine.cpu, machine.loadavg
-    );
+    eprintln!("machine: {} cores, {}; load average {}", machine.cores, machine.cpu, machine.loadavg);
 
     let t = Instant::now();
     let jpeg = make_jpeg(args.jpeg_bytes)?;
@@ -160,22 +152,16 @@ async fn bench(args: Args) -> Result<()> {
         t.elapsed().as_secs_f64()
     );
 
-    let max_workers = args
-        .concurrency
-        .iter()
-        .copied()
-        .chain([args.rss_concurrency, 1])
-        .max()
-        .unwrap_or(1);
+    if let Some(path) = &args.save_jpeg {
+        std::fs::write(path, &jpeg.bytes).with_context(|| format!("writing {}", path.display()))?;
+    }
+
+    let max_workers = args.concurrency.iter().copied().chain([args.rss_concurrency, 1]).max().unwrap_or(1);
 
     // Children are killed and reaped when these guards drop, before their temp dirs go.
     let confetti = Server::start_confetti(&confetti_bin).await?;
     let bare = Server::start_bare().await?;
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(REQUEST_TIMEOUT)
-        .pool_max_idle_per_host(256)
-        .build()?;
+    let client = reqwest::Client::builder().no_proxy().timeout(REQUEST_TIMEOUT).pool_max_idle_per_host(256).build()?;
     let event = setup_event(&client, &confetti, max_workers).await?;
     let confetti_target = Target {
         name: "confetti",
@@ -197,7 +183,7 @@ async fn bench(args: Args) -> Result<()> {
     line(
         &mut report,
         format!(
-            "- date: {}\n- machine: {} cores (`nproc`), CPU `{}`, {} MiB RAM; load average at start {}\n- JPEG: {}x{}, {} bytes, quality 92\n- confetti: `{}` (SQLite and blobs in a fresh temp dir, loopback)\n",
+            "- date: {}\n- machine: {} cores (`nproc`), CPU `{}`, {} MiB RAM; load average at start {}\n- JPEG: {}x{}, {} bytes, quality 92\n- confetti: `{}`, built {}; SQLite and blobs in a fresh temp dir; loopback\n",
             started_at.format("%Y-%m-%d %H:%M UTC"),
             machine.cores,
             machine.cpu,
@@ -206,7 +192,8 @@ async fn bench(args: Args) -> Result<()> {
             jpeg.width,
             jpeg.height,
             jpeg.bytes.len(),
-            confetti_bin.display()
+            confetti_bin.display(),
+            modified(&confetti_bin)
         ),
     );
 
@@ -214,21 +201,11 @@ async fn bench(args: Args) -> Result<()> {
 
     // Figure A: first, on a fresh server, so nothing earlier inflates the peak.
     if !skip("a") {
-        eprintln!(
-            "figure A: {} uploads at concurrency {}",
-            args.rss_uploads, args.rss_concurrency
-        );
+        eprintln!("figure A: {} uploads at concurrency {}", args.rss_uploads, args.rss_concurrency);
         let pid = confetti.pid();
         let before = proc_status(pid)?;
         let reset = reset_peak(pid);
-        let run = run_uploads(
-            &client,
-            &confetti_target,
-            &body,
-            args.rss_uploads,
-            args.rss_concurrency,
-        )
-        .await?;
+        let run = run_uploads(&client, &confetti_target, &body, args.rss_uploads, args.rss_concurrency).await?;
         let after = proc_status(pid)?;
         line(&mut report, "## Figure A — peak server RSS\n".into());
         line(
@@ -246,10 +223,7 @@ async fn bench(args: Args) -> Result<()> {
         line(&mut report, "| --- | --- |".into());
         line(
             &mut report,
-            format!(
-                "| VmRSS before (idle, event and guests created) | {:.1} MiB |",
-                kib_to_mib(before.rss_kib)
-            ),
+            format!("| VmRSS before (idle, event and guests created) | {:.1} MiB |", kib_to_mib(before.rss_kib)),
         );
         line(
             &mut report,
@@ -257,47 +231,26 @@ async fn bench(args: Args) -> Result<()> {
                 "| **VmHWM (peak RSS) during the run** | **{:.1} MiB** ({:.1} MB){} |",
                 kib_to_mib(after.hwm_kib),
                 after.hwm_kib as f64 * 1024.0 / MB,
-                if reset {
-                    ""
-                } else {
-                    "; peak not reset, counts since start"
-                }
+                if reset { "" } else { "; peak not reset, counts since start" }
             ),
         );
-        line(
-            &mut report,
-            format!("| VmRSS after | {:.1} MiB |", kib_to_mib(after.rss_kib)),
-        );
-        let verdict = if (after.hwm_kib as f64 * 1024.0) < 100.0 * MB {
-            "met"
-        } else {
-            "MISSED"
-        };
-        line(
-            &mut report,
-            format!("| target: peak under 100 MB | {verdict} |\n"),
-        );
+        line(&mut report, format!("| VmRSS after | {:.1} MiB |", kib_to_mib(after.rss_kib)));
+        let verdict = if (after.hwm_kib as f64 * 1024.0) < 100.0 * MB { "met" } else { "MISSED" };
+        line(&mut report, format!("| target: peak under 100 MB | {verdict} |\n"));
     }
 
     // Figure B: alternating servers round by round, so drift in background load hits both.
     if !skip("b") {
+        line(&mut report, "## Figure B — upload throughput on loopback\n".into());
         line(
             &mut report,
-            "## Figure B — upload throughput on loopback\n".into(),
-        );
-        line(
-            &mut report,
-            "Best round of each server; MB = 10^6 bytes; latency per request (send to full answer).\n"
-                .into(),
+            "Best round of each server; MB = 10^6 bytes; latency per request (send to full answer).\n".into(),
         );
         line(
             &mut report,
             "| concurrency | uploads | confetti MB/s | confetti uploads/s | confetti p50 / p99 ms | bare MB/s | bare uploads/s | bare p50 / p99 ms | ratio confetti/bare |".into(),
         );
-        line(
-            &mut report,
-            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".into(),
-        );
+        line(&mut report, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |".into());
         let mut all_rounds = String::new();
         let mut ratio_at_8 = None;
         for (&c, &n) in args.concurrency.iter().zip(&args.uploads) {
@@ -328,9 +281,7 @@ async fn bench(args: Args) -> Result<()> {
                     }
                 }
             }
-            let [Some(cf), Some(bs)] = best else {
-                unreachable!("at least one round ran")
-            };
+            let [Some(cf), Some(bs)] = best else { unreachable!("at least one round ran") };
             let ratio = bs.wall.as_secs_f64() / cf.wall.as_secs_f64();
             if c == 8 {
                 ratio_at_8 = Some(ratio);
@@ -363,14 +314,8 @@ async fn bench(args: Args) -> Result<()> {
             line(&mut report, String::new());
         }
         line(&mut report, "Every round:\n".into());
-        line(
-            &mut report,
-            "| concurrency | round | server | MB/s | uploads/s | p50 / p99 ms |".into(),
-        );
-        line(
-            &mut report,
-            "| ---: | ---: | --- | ---: | ---: | ---: |".into(),
-        );
+        line(&mut report, "| concurrency | round | server | MB/s | uploads/s | p50 / p99 ms |".into());
+        line(&mut report, "| ---: | ---: | --- | ---: | ---: | ---: |".into());
         report.push_str(&all_rounds);
         line(&mut report, String::new());
     }
@@ -383,79 +328,48 @@ async fn bench(args: Args) -> Result<()> {
         // Warm-up, not measured.
         for _ in 0..3 {
             let key = Uuid::new_v4();
-            upload_once(
-                &client,
-                &confetti_target.url,
-                token,
-                &body,
-                Some(key),
-                Some(key),
-            )
-            .await?;
-            upload_once(
-                &client,
-                &confetti_target.url,
-                token,
-                &body,
-                Some(key),
-                Some(key),
-            )
-            .await?;
+            upload_once(&client, &confetti_target.url, token, &body, Some(key), Some(key)).await?;
+            upload_once(&client, &confetti_target.url, token, &body, Some(key), Some(key)).await?;
         }
         let mut fresh = Vec::with_capacity(n);
         let mut replay = Vec::with_capacity(n);
+        let mut replay_part = Vec::with_capacity(n);
         for _ in 0..n {
             let key = Uuid::new_v4();
-            let (status, replayed, d) = upload_once(
-                &client,
-                &confetti_target.url,
-                token,
-                &body,
-                Some(key),
-                Some(key),
-            )
-            .await?;
-            ensure!(
-                status == 201 && !replayed,
-                "a fresh upload was answered {status}"
-            );
+            let (status, replayed, d) =
+                upload_once(&client, &confetti_target.url, token, &body, Some(key), Some(key)).await?;
+            ensure!(status == 201 && !replayed, "a fresh upload was answered {status}");
             fresh.push(d);
-            let (status, replayed, d) = upload_once(
-                &client,
-                &confetti_target.url,
-                token,
-                &body,
-                Some(key),
-                Some(key),
-            )
-            .await?;
+            let (status, replayed, d) =
+                upload_once(&client, &confetti_target.url, token, &body, Some(key), Some(key)).await?;
+            ensure!(status == 200 && replayed, "a replay was answered {status} (Idempotent-Replayed: {replayed})");
+            replay.push(d);
+            // The same replay with the key only in the `client_upload_id` part (before the file).
+            let (status, replayed, d) =
+                upload_once(&client, &confetti_target.url, token, &body, Some(key), None).await?;
             ensure!(
                 status == 200 && replayed,
-                "a replay was answered {status} (Idempotent-Replayed: {replayed})"
+                "a replay (key in the part) was answered {status} (Idempotent-Replayed: {replayed})"
             );
-            replay.push(d);
+            replay_part.push(d);
         }
         let fresh = Run::new(fresh, Duration::ZERO);
         let replay = Run::new(replay, Duration::ZERO);
-        line(
-            &mut report,
-            "## Figure C — replay versus fresh upload, concurrency 1\n".into(),
-        );
+        let replay_part = Run::new(replay_part, Duration::ZERO);
+        line(&mut report, "## Figure C — replay versus fresh upload, concurrency 1\n".into());
         line(
             &mut report,
             format!(
-                "{n} samples each, interleaved; both requests carry the key in `Idempotency-Key` and in a `client_upload_id` part before the file, and the whole {:.2} MB body.\n",
+                "{n} samples each, interleaved (fresh, replay, replay, fresh, …); the fresh upload and the first replay carry the key in `Idempotency-Key` and in a `client_upload_id` part before the file; the last row is the same replay without the header. Every request sends the whole {:.2} MB body.\n",
                 body.len() as f64 / MB
             ),
         );
-        line(
-            &mut report,
-            "| request | answer | p50 ms | p99 ms | mean ms |".into(),
-        );
+        line(&mut report, "| request | answer | p50 ms | p99 ms | mean ms |".into());
         line(&mut report, "| --- | --- | ---: | ---: | ---: |".into());
         for (name, answer, run) in [
-            ("fresh upload (new key)", "201", &fresh),
-            ("replay (stored key)", "200, Idempotent-Replayed", &replay),
+            ("fresh upload (new key, header and part)", "201", &fresh),
+            ("**replay, key in `Idempotency-Key`** (and part)", "200, Idempotent-Replayed", &replay),
+            ("replay, key only in the part", "200, Idempotent-Replayed", &replay_part),
         ] {
             line(
                 &mut report,
@@ -477,14 +391,7 @@ async fn bench(args: Args) -> Result<()> {
     line(&mut report, "| process | VmHWM | VmRSS at end |".into());
     line(&mut report, "| --- | ---: | ---: |".into());
     for (name, s) in [("confetti", &confetti_end), ("bare", &bare_end)] {
-        line(
-            &mut report,
-            format!(
-                "| {name} | {:.1} MiB | {:.1} MiB |",
-                kib_to_mib(s.hwm_kib),
-                kib_to_mib(s.rss_kib)
-            ),
-        );
+        line(&mut report, format!("| {name} | {:.1} MiB | {:.1} MiB |", kib_to_mib(s.hwm_kib), kib_to_mib(s.rss_kib)));
     }
     line(
         &mut report,
@@ -552,10 +459,7 @@ async fn run_uploads(
     total: usize,
     concurrency: usize,
 ) -> Result<Run> {
-    ensure!(
-        target.tokens.len() >= concurrency,
-        "not enough guests for concurrency {concurrency}"
-    );
+    ensure!(target.tokens.len() >= concurrency, "not enough guests for concurrency {concurrency}");
     let next = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
@@ -568,8 +472,7 @@ async fn run_uploads(
         workers.spawn(async move {
             let mut latencies = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < total {
-                let (status, _, d) =
-                    upload_once(&client, &url, &token, &body, Some(Uuid::new_v4()), None).await?;
+                let (status, _, d) = upload_once(&client, &url, &token, &body, Some(Uuid::new_v4()), None).await?;
                 ensure!(status == 201, "an upload to {url} was answered {status}");
                 latencies.push(d);
             }
@@ -607,22 +510,13 @@ async fn upload_once(
         request = request.header("Idempotency-Key", key.to_string());
     }
     let start = Instant::now();
-    let response = request
-        .send()
-        .await
-        .with_context(|| format!("POST {url}"))?;
+    let response = request.send().await.with_context(|| format!("POST {url}"))?;
     let status = response.status().as_u16();
-    let replayed = response
-        .headers()
-        .get("idempotent-replayed")
-        .is_some_and(|v| v == "true");
+    let replayed = response.headers().get("idempotent-replayed").is_some_and(|v| v == "true");
     let answer = response.bytes().await?;
     let elapsed = start.elapsed();
     if !(200..300).contains(&status) {
-        bail!(
-            "POST {url} → {status}: {}",
-            String::from_utf8_lossy(&answer[..answer.len().min(500)])
-        );
+        bail!("POST {url} → {status}: {}", String::from_utf8_lossy(&answer[..answer.len().min(500)]));
     }
     Ok((status, replayed, elapsed))
 }
@@ -633,11 +527,7 @@ struct BenchEvent {
 }
 
 /// One event with a practically unlimited guest quota, and `guests` guests.
-async fn setup_event(
-    client: &reqwest::Client,
-    confetti: &Server,
-    guests: usize,
-) -> Result<BenchEvent> {
+async fn setup_event(client: &reqwest::Client, confetti: &Server, guests: usize) -> Result<BenchEvent> {
     let response = client
         .post(format!("{}/api/v1/events", confetti.base))
         .bearer_auth(ADMIN_TOKEN)
@@ -655,14 +545,8 @@ async fn setup_event(
         response.text().await.unwrap_or_default()
     );
     let event: serde_json::Value = response.json().await?;
-    let slug = event["slug"]
-        .as_str()
-        .context("event without slug")?
-        .to_owned();
-    let join_token = event["join_token"]
-        .as_str()
-        .context("event without join_token")?
-        .to_owned();
+    let slug = event["slug"].as_str().context("event without slug")?.to_owned();
+    let join_token = event["join_token"].as_str().context("event without join_token")?.to_owned();
     let mut guest_tokens = Vec::with_capacity(guests);
     for i in 0..guests {
         let response = client
@@ -680,12 +564,7 @@ async fn setup_event(
             response.text().await.unwrap_or_default()
         );
         let joined: serde_json::Value = response.json().await?;
-        guest_tokens.push(
-            joined["token"]
-                .as_str()
-                .context("join without token")?
-                .to_owned(),
-        );
+        guest_tokens.push(joined["token"].as_str().context("join without token")?.to_owned());
     }
     Ok(BenchEvent { slug, guest_tokens })
 }
@@ -706,9 +585,7 @@ struct Server {
 
 impl Server {
     async fn start_confetti(bin: &Path) -> Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("confetti-bench-")
-            .tempdir()?;
+        let dir = tempfile::Builder::new().prefix("confetti-bench-").tempdir()?;
         let addr = free_loopback_port()?;
         let log = dir.path().join("server.log");
         let log_file = std::fs::File::create(&log)?;
@@ -730,14 +607,7 @@ impl Server {
             .stderr(log_file)
             .spawn()
             .with_context(|| format!("starting {}", bin.display()))?;
-        let server = Server {
-            name: "confetti",
-            child,
-            _stdin: None,
-            base: format!("http://{addr}"),
-            log,
-            _dir: dir,
-        };
+        let server = Server { name: "confetti", child, _stdin: None, base: format!("http://{addr}"), log, _dir: dir };
         server.wait_healthy().await?;
         Ok(server)
     }
@@ -759,14 +629,7 @@ impl Server {
             .spawn()
             .context("starting the bare server")?;
         let stdin = child.stdin.take();
-        let server = Server {
-            name: "bare",
-            child,
-            _stdin: stdin,
-            base: format!("http://{addr}"),
-            log,
-            _dir: dir,
-        };
+        let server = Server { name: "bare", child, _stdin: stdin, base: format!("http://{addr}"), log, _dir: dir };
         server.wait_healthy().await?;
         Ok(server)
     }
@@ -777,10 +640,7 @@ impl Server {
 
     /// Polls `/healthz` for at most 60 s.
     async fn wait_healthy(&self) -> Result<()> {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(2))
-            .build()?;
+        let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build()?;
         let url = format!("{}/healthz", self.base);
         for _ in 0..600 {
             if let Ok(r) = client.get(&url).send().await
@@ -790,19 +650,11 @@ impl Server {
             }
             // Borrowing `child` mutably is not possible here; /proc tells whether it lives.
             if !Path::new(&format!("/proc/{}", self.pid())).exists() || is_zombie(self.pid()) {
-                bail!(
-                    "the {} server exited before serving; its log:\n{}",
-                    self.name,
-                    tail(&self.log, 40)
-                );
+                bail!("the {} server exited before serving; its log:\n{}", self.name, tail(&self.log, 40));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        bail!(
-            "the {} server did not answer {url} within 60 s; its log:\n{}",
-            self.name,
-            tail(&self.log, 40)
-        )
+        bail!("the {} server did not answer {url} within 60 s; its log:\n{}", self.name, tail(&self.log, 40))
     }
 }
 
@@ -821,10 +673,7 @@ fn free_loopback_port() -> Result<SocketAddr> {
 
 fn is_zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
+        .map(|s| s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
         .unwrap_or(true)
 }
 
@@ -832,10 +681,7 @@ fn tail(path: &Path, lines: usize) -> String {
     let Ok(file) = std::fs::File::open(path) else {
         return String::new();
     };
-    let all: Vec<String> = std::io::BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .collect();
+    let all: Vec<String> = std::io::BufReader::new(file).lines().map_while(Result::ok).collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
@@ -854,10 +700,7 @@ fn proc_status(pid: u32) -> Result<ProcStatus> {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .with_context(|| format!("no {name} in /proc/{pid}/status"))
     };
-    Ok(ProcStatus {
-        rss_kib: field("VmRSS:")?,
-        hwm_kib: field("VmHWM:")?,
-    })
+    Ok(ProcStatus { rss_kib: field("VmRSS:")?, hwm_kib: field("VmHWM:")? })
 }
 
 /// Resets the peak RSS (`VmHWM`) to the current RSS (Linux ≥ 4.0); false when refused.
@@ -867,6 +710,14 @@ fn reset_peak(pid: u32) -> bool {
         .open(format!("/proc/{pid}/clear_refs"))
         .and_then(|mut f| f.write_all(b"5"))
         .is_ok()
+}
+
+/// When a file was last modified, in UTC.
+fn modified(path: &Path) -> String {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .map(|t| chrono::DateTime::<chrono::Utc>::from(t).format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_else(|_| "at an unknown time".into())
 }
 
 fn kib_to_mib(kib: u64) -> f64 {
@@ -904,12 +755,7 @@ impl Machine {
         let loadavg = std::fs::read_to_string("/proc/loadavg")
             .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
             .unwrap_or_default();
-        Self {
-            cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
-            cpu,
-            mem_mib,
-            loadavg,
-        }
+        Self { cores: std::thread::available_parallelism().map_or(0, |n| n.get()), cpu, mem_mib, loadavg }
     }
 }
 
@@ -923,10 +769,10 @@ struct Jpeg {
 }
 
 /// A 4032×3024 (12 MP, a phone's size) gradient with deterministic noise, JPEG quality 92;
-/// the noise amplitude is bisected until the file is within 3% of `target` bytes.
+/// the noise amplitude is bisected until the file is within 1% of `target` bytes.
 fn make_jpeg(target: usize) -> Result<Jpeg> {
     let (width, height) = (4032u32, 3024u32);
-    let encode = |amplitude: u32| -> Result<Vec<u8>> {
+    let encode = |amplitude: f64| -> Result<Vec<u8>> {
         let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut next = move || {
             state ^= state << 13;
@@ -937,20 +783,11 @@ fn make_jpeg(target: usize) -> Result<Jpeg> {
         let mut pixels = Vec::with_capacity((width * height * 3) as usize);
         for y in 0..height {
             for x in 0..width {
-                let base = [
-                    x * 255 / width,
-                    y * 255 / height,
-                    (x + y) * 255 / (width + height),
-                ];
+                let base = [x * 255 / width, y * 255 / height, (x + y) * 255 / (width + height)];
                 let r = next();
                 for (c, b) in base.into_iter().enumerate() {
-                    let noise = if amplitude == 0 {
-                        0
-                    } else {
-                        ((r >> (c * 16)) & 0xFFFF) as i64 % (2 * amplitude as i64 + 1)
-                            - amplitude as i64
-                    };
-                    pixels.push((b as i64 + noise).clamp(0, 255) as u8);
+                    let unit = ((r >> (c * 16)) & 0xFFFF) as f64 / 65535.0 * 2.0 - 1.0;
+                    pixels.push((b as f64 + unit * amplitude).round().clamp(0.0, 255.0) as u8);
                 }
             }
         }
@@ -963,36 +800,29 @@ fn make_jpeg(target: usize) -> Result<Jpeg> {
         )?;
         Ok(out)
     };
-    let (mut lo, mut hi) = (0u32, 128u32);
+    let off = |v: &Vec<u8>| (v.len() as f64 - target as f64).abs();
+    let (mut lo, mut hi) = (0.0f64, 128.0f64);
     let mut best: Option<Vec<u8>> = None;
-    for _ in 0..8 {
-        let mid = (lo + hi) / 2;
+    for _ in 0..12 {
+        let mid = (lo + hi) / 2.0;
         let out = encode(mid)?;
-        let size = out.len();
-        let off = |v: &Vec<u8>| (v.len() as f64 - target as f64).abs();
+        let small = out.len() < target;
         if best.as_ref().is_none_or(|b| off(&out) < off(b)) {
             best = Some(out);
         }
-        if (size as f64 - target as f64).abs() <= target as f64 * 0.03 {
+        if best.as_ref().is_some_and(|b| off(b) <= target as f64 * 0.01) {
             break;
         }
-        if size < target {
-            lo = mid + 1;
+        if small {
+            lo = mid;
         } else {
-            hi = mid.saturating_sub(1);
-        }
-        if lo > hi {
-            break;
+            hi = mid;
         }
     }
     let bytes = best.context("no JPEG encoded")?;
     // The upload must be a JPEG the server's probe accepts.
     ensure!(bytes.starts_with(&[0xFF, 0xD8, 0xFF]), "not a JPEG");
-    Ok(Jpeg {
-        bytes: Bytes::from(bytes),
-        width,
-        height,
-    })
+    Ok(Jpeg { bytes: Bytes::from(bytes), width, height })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1025,17 +855,12 @@ mod bare {
             while matches!(std::io::Read::read(&mut stdin, &mut sink), Ok(n) if n > 0) {}
             std::process::exit(0);
         });
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
         let dir = Arc::new(dir.to_path_buf());
         runtime.block_on(async move {
             let app = Router::new()
                 .route("/healthz", get(|| async { "ok" }))
-                .route(
-                    "/api/v1/events/{slug}/uploads",
-                    post(upload).layer(DefaultBodyLimit::disable()),
-                )
+                .route("/api/v1/events/{slug}/uploads", post(upload).layer(DefaultBodyLimit::disable()))
                 .with_state(dir);
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             axum::serve(listener, app).await?;
@@ -1059,10 +884,8 @@ mod bare {
                 "file" => {
                     let id = Uuid::now_v7();
                     let part = dir.join(format!("{id}.part"));
-                    let mut file = tokio::io::BufWriter::with_capacity(
-                        256 * 1024,
-                        tokio::fs::File::create(&part).await?,
-                    );
+                    let mut file =
+                        tokio::io::BufWriter::with_capacity(256 * 1024, tokio::fs::File::create(&part).await?);
                     let mut hasher = Sha256::new();
                     let mut bytes = 0u64;
                     while let Some(chunk) = field.chunk().await? {

@@ -1,7 +1,8 @@
-//! The orphan sweep, run at start and every quarter of an hour: temporary blobs left by a crash or a killed request.
-//! A temporary blob whose upload row committed is moved to its final key (the process died
-//! between commit and move); one without a live row is deleted, and so are half-written
-//! staging files of a local store. Blobs younger than `MIN_AGE` are left alone: another instance sharing the store may still be receiving them.
+//! The orphan sweep, at start and every quarter of an hour: temporary blobs left by a crash
+//! or a killed request. A temporary blob whose upload row committed is moved to its final key
+//! (the process died between commit and move); one without a live row is deleted, and so are
+//! half-written staging files of a local store. Blobs younger than `MIN_AGE` are left alone:
+//! another instance sharing the store may still be receiving them.
 
 use std::time::Duration;
 
