@@ -30,6 +30,8 @@ pub struct Settings {
     pub guest_quota_bytes: i64,
     /// Cookies get `Secure` when the public URL is https.
     pub secure_cookies: bool,
+    pub idempotency_lease_s: u64,
+    pub idempotency_retention_s: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -40,6 +42,7 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub admin_token: Arc<str>,
     pub login_throttle: Arc<LoginThrottle>,
+    pub idempotency_metrics: Arc<crate::idempotency::Metrics>,
 }
 
 impl AppState {
@@ -58,18 +61,23 @@ impl AppState {
                 max_upload_bytes: args.max_upload_bytes,
                 max_image_pixels: args.max_image_pixels,
                 guest_quota_bytes: args.guest_quota_bytes,
+                idempotency_lease_s: args.idempotency_lease_s,
+                idempotency_retention_s: args.idempotency_retention_s,
             }),
             admin_token: admin_token.into(),
             login_throttle: Arc::new(LoginThrottle::default()),
+            idempotency_metrics: Arc::default(),
         })
     }
 }
 
 pub fn router(state: AppState) -> Router {
     // Outermost first: panics become a 500 problem, then every request is traced
-    // (the span names the route template, never the raw path with its ids).
+    // (the span names the route template, never the raw path with its ids); innermost, on
+    // matched routes only, the Idempotency-Key of writes.
     Router::new()
         .merge(crate::http::routes())
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
@@ -89,6 +97,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     crate::jobs::orphans::spawn_sweep(state.clone());
+    crate::jobs::idempotency_keys::spawn_sweep(state.clone());
     axum::serve(listener, router(state).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
         .await

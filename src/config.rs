@@ -53,6 +53,15 @@ pub struct ServeArgs {
     #[arg(long, env = "CONFETTI_NO_DEMO")]
     pub no_demo: bool,
 
+    /// Seconds a write holds its Idempotency-Key before another attempt may take it over
+    /// (the holder is presumed dead).
+    #[arg(long, env = "CONFETTI_IDEMPOTENCY_LEASE_S", default_value_t = 30)]
+    pub idempotency_lease_s: u64,
+
+    /// Seconds a completed Idempotency-Key is remembered (and replayed) before it is swept.
+    #[arg(long, env = "CONFETTI_IDEMPOTENCY_RETENTION_S", default_value_t = 24 * 60 * 60)]
+    pub idempotency_retention_s: u64,
+
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, env = "CONFETTI_SHUTDOWN_GRACE_S", default_value_t = 30)]
     pub shutdown_grace_s: u64,

@@ -60,6 +60,12 @@ pub enum ApiError {
     InvalidRequest(String),
     #[error("{0}")]
     InvalidCursor(String),
+    #[error("the Idempotency-Key must be 1–255 printable ASCII characters")]
+    InvalidIdempotencyKey,
+    #[error("an earlier request with this Idempotency-Key is still running; retry in {retry_after_s} s")]
+    IdempotencyKeyInFlight { retry_after_s: u64 },
+    #[error("this Idempotency-Key was used for a different request")]
+    IdempotencyKeyReused,
     #[error("the range starts beyond the end of the file ({len} bytes)")]
     RangeNotSatisfiable { len: u64 },
     #[error("this resource does not allow that method")]
@@ -92,6 +98,9 @@ impl ApiError {
             FileTooLarge { .. } | QuotaExceeded { .. } | ImageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
+            InvalidIdempotencyKey => StatusCode::BAD_REQUEST,
+            IdempotencyKeyInFlight { .. } => StatusCode::CONFLICT,
+            IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NotReady => StatusCode::SERVICE_UNAVAILABLE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -128,6 +137,9 @@ impl ApiError {
             InvalidRequest(_) => "invalid_request",
             InvalidCursor(_) => "invalid_cursor",
             RangeNotSatisfiable { .. } => "range_not_satisfiable",
+            InvalidIdempotencyKey => "invalid_idempotency_key",
+            IdempotencyKeyInFlight { .. } => "idempotency_key_in_flight",
+            IdempotencyKeyReused => "idempotency_key_reused",
             MethodNotAllowed => "method_not_allowed",
             NotReady => "not_ready",
             Internal(_) => "internal",
@@ -187,7 +199,7 @@ impl IntoResponse for ApiError {
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
-        if let ApiError::TooManyAttempts { retry_after_s } = self {
+        if let ApiError::TooManyAttempts { retry_after_s } | ApiError::IdempotencyKeyInFlight { retry_after_s } = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
         }
         if let ApiError::RangeNotSatisfiable { len } = self

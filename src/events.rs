@@ -5,8 +5,8 @@ use uuid::Uuid;
 
 use crate::auth;
 use crate::blocking::Blocking;
-use crate::db::Db;
 use crate::db::events::EventRow;
+use crate::db::{Db, Tx};
 use crate::domain::{EventName, EventSlug, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
 
@@ -16,13 +16,25 @@ pub struct NewEvent {
     pub guest_quota_bytes: i64,
 }
 
-/// Stores a new event with a fresh slug and join token; the password is hashed off the runtime.
-pub async fn create_event(db: &Db, blocking: &Blocking, new: NewEvent) -> ApiResult<EventRow> {
+/// An event ready to insert: its password already hashed, so no transaction waits for bcrypt.
+pub struct PreparedEvent {
+    new: NewEvent,
+    password_hash: String,
+}
+
+/// Checks the new event and hashes its password on the blocking pool.
+pub async fn prepare(blocking: &Blocking, new: NewEvent) -> ApiResult<PreparedEvent> {
     if new.guest_quota_bytes < 0 {
         return Err(ApiError::InvalidRequest("guest_quota_bytes must not be negative".into()));
     }
     let password = new.password.as_str().to_owned();
-    let hash = blocking.crypto(move || auth::hash_password(&password)).await??;
+    let password_hash = blocking.crypto(move || auth::hash_password(&password)).await??;
+    Ok(PreparedEvent { new, password_hash })
+}
+
+/// Stores the event with a fresh slug and join token.
+pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> ApiResult<EventRow> {
+    let new = &prepared.new;
     // A slug collision needs the same name and the same random suffix: retry a few times.
     for _ in 0..5 {
         let suffix = auth::random_string(4)?.to_lowercase().replace(['-', '_'], "x");
@@ -31,16 +43,25 @@ pub async fn create_event(db: &Db, blocking: &Blocking, new: NewEvent) -> ApiRes
             slug: EventSlug::generate(new.name.as_str(), &suffix).as_str().to_owned(),
             name: new.name.as_str().to_owned(),
             join_token: auth::random_string(18)?,
-            organiser_password_hash: hash.clone(),
+            organiser_password_hash: prepared.password_hash.clone(),
             guest_quota_bytes: new.guest_quota_bytes,
             uploads_open: true,
             created_at: Utc::now(),
         };
-        if db.insert_event(&event).await? {
+        if tx.insert_event(&event).await? {
             return Ok(event);
         }
     }
     Err(ApiError::Internal(anyhow::anyhow!("could not find a free slug")))
+}
+
+/// Prepares, inserts and commits: for the command line and the demo event.
+pub async fn create_event(db: &Db, blocking: &Blocking, new: NewEvent) -> ApiResult<EventRow> {
+    let prepared = prepare(blocking, new).await?;
+    let mut tx = db.begin().await?;
+    let event = insert(&mut tx, &prepared).await?;
+    tx.commit().await?;
+    Ok(event)
 }
 
 /// The link a QR code carries: opens the page for this event with its join token.

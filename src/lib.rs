@@ -24,6 +24,8 @@ pub mod events;
 pub mod healthcheck;
 /// HTTP handlers, one module per resource, and the extractors for principals.
 pub mod http;
+/// Idempotency-Key on every authenticated write other than uploads: claim, record, replay.
+pub mod idempotency;
 /// The upload use case: stream, probe, deduplicate, commit.
 pub mod ingest;
 /// Background sweeps that bring storage back in line after a crash.

@@ -14,6 +14,7 @@ const ERROR_RS: &str = include_str!("../src/error.rs");
 const OPERATIONS: &[(&str, &str)] = &[
     ("get", "/healthz"),
     ("get", "/readyz"),
+    ("get", "/metrics"),
     ("get", "/api/v1/info"),
     ("get", "/api/v1/openapi.json"),
     ("post", "/api/v1/events"),
@@ -32,6 +33,18 @@ const OPERATIONS: &[(&str, &str)] = &[
 
 /// Error responses that are not problem+json (none: every error is).
 const NOT_PROBLEMS: &[(&str, &str, &str)] = &[];
+
+/// The writes that take the general `Idempotency-Key` (src/idempotency.rs), with their success
+/// status: every authenticated POST, PATCH and DELETE except the upload, which has its own key.
+const KEYED_WRITES: &[(&str, &str, &str)] = &[
+    ("post", "/api/v1/events", "201"),
+    ("patch", "/api/v1/events/{slug}", "200"),
+    ("delete", "/api/v1/uploads/{id}", "204"),
+];
+
+/// Writes that ignore `Idempotency-Key`: no principal to scope a key to.
+const UNKEYED_WRITES: &[(&str, &str)] =
+    &[("post", "/api/v1/events/{slug}/guests"), ("post", "/api/v1/events/{slug}/organiser-sessions")];
 
 const PROBLEM_REF: &str = "#/components/schemas/Problem";
 
@@ -314,4 +327,67 @@ fn the_upload_form_has_its_parts_in_order() {
     assert!(headers.contains("Idempotency-Key"), "the upload documents Idempotency-Key");
     assert!(post["responses"]["200"]["headers"]["Idempotent-Replayed"].is_object(), "a replay's Idempotent-Replayed");
     assert!(post["responses"]["201"]["headers"]["Location"].is_object(), "a new upload's Location");
+}
+
+/// The codes an operation's response lists (following a `$ref` to a shared response).
+fn response_codes(doc: &Value, operation: &Value, status: &str) -> BTreeSet<String> {
+    let response = deref(doc, &operation["responses"][status]);
+    let mut codes = BTreeSet::new();
+    enum_values(&response["content"]["application/problem+json"]["schema"], &mut codes);
+    codes
+}
+
+/// The header parameters an operation (or its path item) declares.
+fn header_parameters(doc: &Value, path: &str, operation: &Value) -> BTreeSet<String> {
+    let item = &doc["paths"][path];
+    [&item["parameters"], &operation["parameters"]]
+        .into_iter()
+        .filter_map(Value::as_array)
+        .flatten()
+        .map(|p| deref(doc, p))
+        .filter(|p| p["in"] == "header")
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn the_keyed_writes_document_their_idempotency_key() {
+    let doc = document();
+    for (method, path, success) in KEYED_WRITES {
+        let operation = &doc["paths"][*path][*method];
+        assert!(operation.is_object(), "{method} {path} is documented");
+        assert!(
+            header_parameters(&doc, path, operation).contains("Idempotency-Key"),
+            "{method} {path}: documents the Idempotency-Key header"
+        );
+        assert!(
+            deref(&doc, &operation["responses"][*success])["headers"]["Idempotent-Replayed"].is_object(),
+            "{method} {path} {success}: a replay's Idempotent-Replayed"
+        );
+        assert!(response_codes(&doc, operation, "400").contains("invalid_idempotency_key"), "{method} {path} 400");
+        assert!(response_codes(&doc, operation, "409").contains("idempotency_key_in_flight"), "{method} {path} 409");
+        assert!(
+            deref(&doc, &operation["responses"]["409"])["headers"]["Retry-After"].is_object(),
+            "{method} {path} 409: Retry-After"
+        );
+        assert!(response_codes(&doc, operation, "422").contains("idempotency_key_reused"), "{method} {path} 422");
+    }
+    for (method, path) in UNKEYED_WRITES {
+        let operation = &doc["paths"][*path][*method];
+        assert!(
+            !header_parameters(&doc, path, operation).contains("Idempotency-Key"),
+            "{method} {path} ignores Idempotency-Key and does not list it"
+        );
+        let description = operation["description"].as_str().unwrap_or_default();
+        assert!(description.contains("ignores `Idempotency-Key`"), "{method} {path}: says it ignores Idempotency-Key");
+    }
+
+    let info = &doc["components"]["schemas"]["Info"];
+    let required: BTreeSet<&str> =
+        info["required"].as_array().expect("Info.required").iter().filter_map(Value::as_str).collect();
+    assert!(required.contains("idempotency"), "Info.idempotency is always sent");
+    let idempotency = deref(&doc, &info["properties"]["idempotency"]);
+    let keys: BTreeSet<&str> =
+        idempotency["required"].as_array().expect("idempotency.required").iter().filter_map(Value::as_str).collect();
+    assert_eq!(keys, BTreeSet::from(["retention_s", "lease_s"]));
 }

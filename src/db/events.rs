@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 use uuid::Uuid;
 
-use super::{Db, is_unique_violation, on_db};
+use super::{Db, Tx, on_db, on_tx};
 
 #[derive(Clone, Debug, FromRow)]
 pub struct EventRow {
@@ -26,30 +26,6 @@ macro_rules! event_select {
 }
 
 impl Db {
-    /// Inserts the event; `Ok(false)` when its slug is already taken.
-    pub async fn insert_event(&self, e: &EventRow) -> sqlx::Result<bool> {
-        let result = on_db!(self, pool => sqlx::query(
-            "INSERT INTO events (id, slug, name, join_token, organiser_password_hash, guest_quota_bytes, uploads_open, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(e.id)
-        .bind(&e.slug)
-        .bind(&e.name)
-        .bind(&e.join_token)
-        .bind(&e.organiser_password_hash)
-        .bind(e.guest_quota_bytes)
-        .bind(e.uploads_open)
-        .bind(e.created_at)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()));
-        match result {
-            Ok(_) => Ok(true),
-            Err(err) if is_unique_violation(&err) => Ok(false),
-            Err(err) => Err(err),
-        }
-    }
-
     pub async fn event_by_slug(&self, slug: &str) -> sqlx::Result<Option<EventRow>> {
         on_db!(self, pool => sqlx::query_as(concat!(event_select!(), "WHERE e.slug = $1"))
             .bind(slug)
@@ -101,9 +77,30 @@ pub struct EventChange {
     pub guest_quota_bytes: Option<i64>,
 }
 
-impl Db {
-    pub async fn update_event(&self, id: Uuid, change: &EventChange) -> sqlx::Result<Option<EventRow>> {
-        on_db!(self, pool => sqlx::query(
+impl Tx {
+    /// Inserts the event; `Ok(false)` when its slug is already taken.
+    pub async fn insert_event(&mut self, e: &EventRow) -> sqlx::Result<bool> {
+        let inserted = on_tx!(self, tx => sqlx::query(
+            "INSERT INTO events (id, slug, name, join_token, organiser_password_hash, guest_quota_bytes, uploads_open, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (slug) DO NOTHING",
+        )
+        .bind(e.id)
+        .bind(&e.slug)
+        .bind(&e.name)
+        .bind(&e.join_token)
+        .bind(&e.organiser_password_hash)
+        .bind(e.guest_quota_bytes)
+        .bind(e.uploads_open)
+        .bind(e.created_at)
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(inserted == 1)
+    }
+
+    pub async fn update_event(&mut self, id: Uuid, change: &EventChange) -> sqlx::Result<Option<EventRow>> {
+        let updated = on_tx!(self, tx => sqlx::query(
             "UPDATE events SET name = COALESCE($2, name), uploads_open = COALESCE($3, uploads_open),
                                guest_quota_bytes = COALESCE($4, guest_quota_bytes)
              WHERE id = $1",
@@ -112,9 +109,12 @@ impl Db {
         .bind(&change.name)
         .bind(change.uploads_open)
         .bind(change.guest_quota_bytes)
-        .execute(pool)
+        .execute(&mut **tx)
         .await
         .map(|r| r.rows_affected()))?;
-        self.event_by_id(id).await
+        if updated == 0 {
+            return Ok(None);
+        }
+        on_tx!(self, tx => sqlx::query_as(concat!(event_select!(), "WHERE e.id = $1")).bind(id).fetch_optional(&mut **tx).await)
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod events;
 pub mod guests;
+pub mod idempotency;
 pub mod uploads;
 
 use std::path::Path;
@@ -144,9 +145,4 @@ async fn sqlite_pool(options: SqliteConnectOptions) -> anyhow::Result<SqlitePool
         .connect_with(options)
         .await
         .context("opening the SQLite database")
-}
-
-/// True when `e` is a unique-constraint violation (a slug or token already taken).
-pub fn is_unique_violation(e: &sqlx::Error) -> bool {
-    matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
 }

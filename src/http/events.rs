@@ -13,7 +13,8 @@ use crate::app::AppState;
 use crate::db::events::EventChange;
 use crate::domain::{EventName, EventSlug, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
-use crate::events::{NewEvent, create_event};
+use crate::events::{self, NewEvent};
+use crate::idempotency::Write;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/events", post(create)).route("/api/v1/events/{slug}", get(show).patch(change))
@@ -26,17 +27,26 @@ struct CreateEvent {
     guest_quota_bytes: Option<i64>,
 }
 
-async fn create(State(state): State<AppState>, _: Admin, JsonBody(body): JsonBody<CreateEvent>) -> ApiResult<Response> {
+async fn create(
+    State(state): State<AppState>,
+    _: Admin,
+    write: Write,
+    JsonBody(body): JsonBody<CreateEvent>,
+) -> ApiResult<Response> {
     let new = NewEvent {
         name: EventName::parse(&body.name)?,
         password: OrganiserPassword::parse(&body.organiser_password)?,
         guest_quota_bytes: body.guest_quota_bytes.unwrap_or(state.settings.guest_quota_bytes),
     };
-    let event = create_event(&state.db, &state.blocking, new).await?;
-    tracing::info!(event_id = %event.id, slug = %event.slug, "event created");
+    let prepared = events::prepare(&state.blocking, new).await?;
+    let mut tx = write.begin(&state.db).await?;
+    let event = events::insert(&mut tx, &prepared).await?;
     let location = format!("/api/v1/events/{}", event.slug);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(EventJson::new(&event, &state.settings.public_url)))
-        .into_response())
+    let answer =
+        (StatusCode::CREATED, [(header::LOCATION, location)], Json(EventJson::new(&event, &state.settings.public_url)));
+    let response = tx.commit(answer.into_response()).await?;
+    tracing::info!(event_id = %event.id, slug = %event.slug, "event created");
+    Ok(response)
 }
 
 /// What the join page shows before anyone joined: the event's name and whether uploads are
@@ -66,8 +76,9 @@ async fn change(
     State(state): State<AppState>,
     Organiser(event): Organiser,
     Path(slug): Path<String>,
+    write: Write,
     JsonBody(body): JsonBody<ChangeEvent>,
-) -> ApiResult<Json<EventJson>> {
+) -> ApiResult<Response> {
     if event.slug != slug {
         return Err(ApiError::Forbidden);
     }
@@ -79,6 +90,10 @@ async fn change(
         uploads_open: body.uploads_open,
         guest_quota_bytes: body.guest_quota_bytes,
     };
-    let event = state.db.update_event(event.id, &change).await?.ok_or(ApiError::EventNotFound)?;
-    Ok(Json(EventJson::new(&event, &state.settings.public_url)))
+    let mut tx = write.begin(&state.db).await?;
+    let Some(event) = tx.update_event(event.id, &change).await? else {
+        tx.rollback().await?;
+        return Err(ApiError::EventNotFound);
+    };
+    tx.commit(Json(EventJson::new(&event, &state.settings.public_url)).into_response()).await
 }

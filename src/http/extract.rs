@@ -191,3 +191,16 @@ where
         }
     }
 }
+
+/// Who a keyed write belongs to, for scoping its `Idempotency-Key`: the admin, a guest, an
+/// event's organiser (all of that organiser's sessions share one scope). `None` when the
+/// request carries no valid credential.
+pub async fn principal(parts: &mut Parts, state: &AppState) -> Option<String> {
+    if bearer(parts).is_some_and(|t| auth::constant_time_eq(t.as_bytes(), state.admin_token.as_bytes())) {
+        return Some("admin".to_owned());
+    }
+    let viewer = Viewer::from_request_parts(parts, state).await.ok()?;
+    let guest = viewer.guest.map(|g| format!("guest:{}", g.id));
+    let organiser = viewer.organiser.map(|e| format!("organiser:{}", e.id));
+    Some([guest, organiser].into_iter().flatten().collect::<Vec<_>>().join("+"))
+}

@@ -20,6 +20,7 @@ use crate::blobs::BlobKey;
 use crate::db::uploads::{ListQuery, UploadRow};
 use crate::domain::{ClientUploadId, EventSlug};
 use crate::error::{ApiError, ApiResult};
+use crate::idempotency::Write;
 use crate::ingest::{Ingested, ingest};
 
 pub fn routes() -> Router<AppState> {
@@ -160,22 +161,27 @@ fn decode_cursor(raw: &str) -> ApiResult<Uuid> {
 
 /// Soft delete: the row (and so its key) stays, a late retry learns the photo is gone;
 /// the bytes are removed and the guest's quota refunded in the same transaction.
-async fn delete_upload(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> ApiResult<StatusCode> {
+async fn delete_upload(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    write: Write,
+) -> ApiResult<Response> {
     let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
     let row = visible_upload(&state, &viewer, id).await?;
     if viewer.guest_id() != Some(row.guest_id) && !viewer.is_organiser_of(row.event_id) {
         return Err(ApiError::Forbidden);
     }
-    let mut tx = state.db.begin().await?;
+    let mut tx = write.begin(&state.db).await?;
     let Some((guest_id, bytes)) = tx.mark_upload_deleted(id).await? else {
         tx.rollback().await?;
         return Err(ApiError::NotFound);
     };
     tx.refund_quota(guest_id, bytes).await?;
-    tx.commit().await?;
+    let response = tx.commit(StatusCode::NO_CONTENT.into_response()).await?;
     if let Err(e) = state.blobs.delete(BlobKey::Original { event_id: row.event_id, upload_id: id }).await {
         tracing::warn!(error = %e, upload_id = %id, "could not delete a deleted upload's original");
     }
     tracing::info!(upload_id = %id, "upload deleted");
-    Ok(StatusCode::NO_CONTENT)
+    Ok(response)
 }

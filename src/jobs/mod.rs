@@ -1,3 +1,4 @@
-//! Background work that keeps storage and database consistent after crashes.
+//! Background work: bringing storage back in line after crashes, forgetting old keys.
 
+pub mod idempotency_keys;
 pub mod orphans;

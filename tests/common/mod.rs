@@ -54,11 +54,19 @@ pub struct Options {
     pub max_upload_bytes: u64,
     pub max_image_pixels: u64,
     pub guest_quota_bytes: i64,
+    pub idempotency_lease_s: u64,
+    pub idempotency_retention_s: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { max_upload_bytes: 50 * 1024 * 1024, max_image_pixels: 100_000_000, guest_quota_bytes: 1 << 30 }
+        Self {
+            max_upload_bytes: 50 * 1024 * 1024,
+            max_image_pixels: 100_000_000,
+            guest_quota_bytes: 1 << 30,
+            idempotency_lease_s: 30,
+            idempotency_retention_s: 24 * 60 * 60,
+        }
     }
 }
 
@@ -141,6 +149,8 @@ impl TestApp {
             max_image_pixels: options.max_image_pixels,
             guest_quota_bytes: options.guest_quota_bytes,
             no_demo: true,
+            idempotency_lease_s: options.idempotency_lease_s,
+            idempotency_retention_s: options.idempotency_retention_s,
             shutdown_grace_s: 5,
         };
         let state = AppState::open(&args, ADMIN_TOKEN.to_owned()).await.expect("open app state");
