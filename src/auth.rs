@@ -58,12 +58,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokens_carry_their_prefix_and_differ() {
-        let (a, da) = new_token(GUEST_PREFIX).expect("token");
-        let (b, _) = new_token(GUEST_PREFIX).expect("token");
+    fn tokens_carry_their_prefix_and_differ() -> anyhow::Result<()> {
+        let (a, da) = new_token(GUEST_PREFIX)?;
+        let (b, _) = new_token(GUEST_PREFIX)?;
         assert!(a.starts_with("g_") && a.len() > 40);
         assert_ne!(a, b);
         assert_eq!(token_digest(&a), da);
+        Ok(())
     }
 
     #[test]
