@@ -30,7 +30,9 @@ async fn main() -> anyhow::Result<()> {
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&admin).await?;
         let base = server.rsplit_once('/').map(|(b, _)| b).unwrap_or(&server);
         run("postgres", Some(format!("{base}/{name}")), samples).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&admin).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+            .execute(&admin)
+            .await?;
     } else {
         println!("\n(set TEST_DATABASE_URL to measure PostgreSQL too)");
     }

@@ -4,26 +4,29 @@
 //!
 //! ```text
 //! cargo build --release
-//! cargo run --release --example bench_upload -- [--rounds 2] [--uploads 64,256,256] ...
+//! cargo run --release --example bench_upload -- [--rounds 3] [--uploads 64,256,256] [--confetti-bin PATH] ...
 //! ```
 //!
 //! It starts `target/release/confetti serve` as a child process (fresh temp data dir, SQLite,
-//! random loopback port, `--no-demo`), and this same example binary again in
-//! `--bare-server PORT DIR` mode: a bare axum handler that accepts the same multipart body,
-//! streams the file part to a file while hashing it with SHA-256 and answers 201 — the raw
-//! limit of this machine. All traffic goes to 127.0.0.1; every loop is bounded; both
-//! children are killed at the end, on error and on Ctrl-C.
+//! random loopback port, `--no-demo`, one event with a practically unlimited guest quota, one
+//! guest per concurrent client), and this same example binary again in `--bare-server PORT DIR`
+//! mode: a bare axum handler that reads the same multipart body through the same `Multipart`
+//! extractor, streams the file part to a file (256 KiB buffered writes, then a rename) while
+//! hashing it with SHA-256 and answers 201 — the raw limit of this machine. All traffic goes to
+//! 127.0.0.1; every loop is bounded; both children are killed at the end, on error and on Ctrl-C
+//! (the bare server also exits when its stdin, held by the harness, closes).
 //!
-//! * Figure A — peak RSS (`VmHWM`) of the server while 32 clients upload the same ~5 MB JPEG
-//!   at once (the peak is reset through `/proc/<pid>/clear_refs` first, where the kernel
-//!   allows it); `VmRSS` before and after.
+//! * Figure A — peak RSS (`VmHWM`) of the freshly started server while 32 clients upload the
+//!   same ~5 MB JPEG (256 uploads by default; the peak is reset through `/proc/<pid>/clear_refs`
+//!   first), then the same against the bare server for reference; `VmRSS` before and after.
 //! * Figure B — throughput (MB/s with MB = 10^6 bytes, uploads/s) at concurrency 1, 8, 32,
 //!   each upload with a fresh `client_upload_id` part sent before the file part; the same
 //!   against the bare server, alternating between the two servers round by round; the ratio
-//!   confetti / bare of the best rounds.
+//!   confetti / bare of the best rounds and the median of the per-round ratios; the server's
+//!   own CPU time per upload (from `/proc/<pid>/stat`), which the shared machine disturbs less.
 //! * Figure C — p50/p99 latency at concurrency 1 of a fresh upload versus a replay of an
 //!   already stored upload with its key in `Idempotency-Key` (the whole 5 MB body is sent
-//!   anyway, as a phone retrying would), interleaved fresh, replay, fresh, replay, …
+//!   anyway, as a phone retrying would), and the same replay with the key only in the part.
 
 use std::io::{BufRead, Write};
 use std::net::{SocketAddr, TcpListener};

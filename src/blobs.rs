@@ -150,6 +150,9 @@ pub struct BlobWriter {
 }
 
 impl BlobWriter {
+    /// Copies the chunk into the part being filled: one contiguous write per part costs less
+    /// than the copy (measured: handing over the connection's small chunks uncopied made each
+    /// part many small writes, +3 ms of server CPU per 5 MB photo).
     pub async fn write(&mut self, chunk: &[u8]) -> object_store::Result<()> {
         self.inner.wait_for_capacity(2).await?;
         self.inner.write(chunk);
