@@ -37,6 +37,19 @@ pub struct RecordedAnswer {
     pub body: Vec<u8>,
 }
 
+/// The key's row: `$1`–`$4` are its scope, bound by `bind_scope!`.
+macro_rules! scope_is {
+    () => {
+        "principal = $1 AND method = $2 AND path_digest = $3 AND key = $4"
+    };
+}
+
+macro_rules! bind_scope {
+    ($query:expr, $scope:expr) => {
+        $query.bind(&$scope.principal).bind(&$scope.method).bind(&$scope.path_digest).bind(&$scope.key)
+    };
+}
+
 impl Db {
     /// Claims a new key; `false` when the key exists already (look at it with `key_row`).
     pub async fn claim_key(
@@ -46,15 +59,11 @@ impl Db {
         token: Uuid,
         lease_until: DateTime<Utc>,
     ) -> sqlx::Result<bool> {
-        let inserted = on_db!(self, pool => sqlx::query(
+        let inserted = on_db!(self, pool => bind_scope!(sqlx::query(
             "INSERT INTO idempotency_keys (principal, method, path_digest, key, fingerprint, claim_token, lease_expires_at, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              ON CONFLICT (principal, method, path_digest, key) DO NOTHING",
-        )
-        .bind(&scope.principal)
-        .bind(&scope.method)
-        .bind(&scope.path_digest)
-        .bind(&scope.key)
+        ), scope)
         .bind(fingerprint)
         .bind(token)
         .bind(lease_until)
@@ -66,15 +75,11 @@ impl Db {
     }
 
     pub async fn key_row(&self, scope: &KeyScope) -> sqlx::Result<Option<KeyRow>> {
-        on_db!(self, pool => sqlx::query_as(concat!(
+        on_db!(self, pool => bind_scope!(sqlx::query_as(concat!(
             "SELECT fingerprint, claim_token, lease_expires_at, status, location, content_type, body
              FROM idempotency_keys WHERE ",
-            "principal = $1 AND method = $2 AND path_digest = $3 AND key = $4"
-        ))
-        .bind(&scope.principal)
-        .bind(&scope.method)
-        .bind(&scope.path_digest)
-        .bind(&scope.key)
+            scope_is!()
+        )), scope)
         .fetch_optional(pool)
         .await)
     }
@@ -87,15 +92,11 @@ impl Db {
         token: Uuid,
         lease_until: DateTime<Utc>,
     ) -> sqlx::Result<bool> {
-        let updated = on_db!(self, pool => sqlx::query(concat!(
+        let updated = on_db!(self, pool => bind_scope!(sqlx::query(concat!(
             "UPDATE idempotency_keys SET claim_token = $5, lease_expires_at = $6
              WHERE claim_token = $7 AND status IS NULL AND lease_expires_at < $8 AND ",
-            "principal = $1 AND method = $2 AND path_digest = $3 AND key = $4"
-        ))
-        .bind(&scope.principal)
-        .bind(&scope.method)
-        .bind(&scope.path_digest)
-        .bind(&scope.key)
+            scope_is!()
+        )), scope)
         .bind(token)
         .bind(lease_until)
         .bind(expired_token)
@@ -108,14 +109,10 @@ impl Db {
 
     /// Gives the key back after a refused or failed attempt, unless it was taken over.
     pub async fn release_key(&self, scope: &KeyScope, token: Uuid) -> sqlx::Result<()> {
-        on_db!(self, pool => sqlx::query(concat!(
+        on_db!(self, pool => bind_scope!(sqlx::query(concat!(
             "DELETE FROM idempotency_keys WHERE claim_token = $5 AND status IS NULL AND ",
-            "principal = $1 AND method = $2 AND path_digest = $3 AND key = $4"
-        ))
-        .bind(&scope.principal)
-        .bind(&scope.method)
-        .bind(&scope.path_digest)
-        .bind(&scope.key)
+            scope_is!()
+        )), scope)
         .bind(token)
         .execute(pool)
         .await
@@ -141,15 +138,11 @@ impl Tx {
     /// Records the answer in the write's own transaction, fenced by the claim token:
     /// `false` when this holder's lease was taken over (the caller must roll back).
     pub async fn record_key(&mut self, scope: &KeyScope, token: Uuid, answer: &RecordedAnswer) -> sqlx::Result<bool> {
-        let updated = on_tx!(self, tx => sqlx::query(concat!(
+        let updated = on_tx!(self, tx => bind_scope!(sqlx::query(concat!(
             "UPDATE idempotency_keys SET status = $6, location = $7, content_type = $8, body = $9, finished_at = $10
              WHERE claim_token = $5 AND status IS NULL AND ",
-            "principal = $1 AND method = $2 AND path_digest = $3 AND key = $4"
-        ))
-        .bind(&scope.principal)
-        .bind(&scope.method)
-        .bind(&scope.path_digest)
-        .bind(&scope.key)
+            scope_is!()
+        )), scope)
         .bind(token)
         .bind(i32::from(answer.status))
         .bind(&answer.location)
