@@ -87,6 +87,13 @@ fn original_path(app: &TestApp, event_id: Uuid, upload_id: &str) -> PathBuf {
     app.blob_dir().join("originals").join(event_id.to_string()).join(upload_id)
 }
 
+/// Exactly one blob is stored: this upload's original, at its final key, byte for byte.
+fn assert_only_original(app: &TestApp, event_id: Uuid, upload_id: &str, photo: &[u8]) {
+    let original = original_path(app, event_id, upload_id);
+    assert_eq!(app.blob_files(), vec![original.clone()], "one blob, at its final key");
+    assert_eq!(std::fs::read(&original).expect("original"), photo);
+}
+
 fn temp_path(app: &TestApp, id: Uuid) -> PathBuf {
     app.blob_dir().join("tmp").join(id.to_string())
 }
@@ -198,9 +205,7 @@ async fn a_retry_after_a_lost_response_replays_the_upload_the_server_stored(back
 
         assert_eq!(app.upload_rows().await, 1);
         assert_eq!(app.used_bytes(&guest).await, photo.len() as i64, "charged once");
-        let original = original_path(&app, event.id, &id);
-        assert_eq!(app.blob_files(), vec![original.clone()], "one blob, at its final key");
-        assert_eq!(std::fs::read(&original).expect("original"), photo);
+        assert_only_original(&app, event.id, &id, &photo);
 
         proxy.close().await;
         app.stop().await;
@@ -317,9 +322,7 @@ async fn two_instances_on_one_database_store_one_photo_for_sixteen_concurrent_at
         }
         assert_eq!(first.upload_rows().await, 1);
         assert_eq!(second.used_bytes(&guest).await, photo.len() as i64);
-        let original = original_path(&first, event.id, &id);
-        assert_eq!(first.blob_files(), vec![original.clone()], "one blob");
-        assert_eq!(std::fs::read(&original).expect("original"), photo);
+        assert_only_original(&first, event.id, &id, &photo);
 
         second.stop().await;
         first.stop().await;
