@@ -7,6 +7,7 @@ pub mod guests;
 pub mod media;
 pub mod organiser;
 pub mod pages;
+pub mod security_headers;
 pub mod system;
 pub mod uploads;
 pub mod views;
