@@ -1,0 +1,52 @@
+// Entry point: finds out which page this is (home, a guest's event page, an organiser's),
+// loads the event and hands over to that page.
+
+import { h, api, ApiError, routeOf } from './util.js';
+import { t, applyStatic, toggleLang, onLangChange } from './i18n.js';
+import { guestPage } from './guest.js';
+import { organiserPage } from './organiser.js';
+
+const main = document.getElementById('main');
+const title = document.getElementById('event-name');
+const langButton = document.getElementById('lang');
+
+function renderChrome() {
+  applyStatic();
+  langButton.textContent = t('switch_to');
+}
+langButton.addEventListener('click', toggleLang);
+onLangChange(renderChrome);
+renderChrome();
+
+async function start() {
+  const route = routeOf(location);
+  if (route.page === 'home') {
+    main.replaceChildren(h('section', { class: 'card' }, h('p', { 'data-i18n': 'tagline' }, t('tagline')), h('p', { 'data-i18n': 'need_link' }, t('need_link'))));
+    return;
+  }
+  let event;
+  try {
+    event = await api('GET', `/api/v1/events/${encodeURIComponent(route.slug)}`);
+  } catch (e) {
+    if (e instanceof ApiError && e.status !== 0) {
+      main.replaceChildren(h('section', { class: 'card' }, h('p', { class: 'error', 'data-i18n': 'no_event' }, t('no_event'))));
+      return;
+    }
+    // Offline: the guest page still shows (and keeps) its queue.
+    event = { slug: route.slug, name: '', uploads_open: true };
+  }
+  title.textContent = event.name;
+  document.title = event.name ? `${event.name} · Confetti` : 'Confetti';
+  if (route.page === 'organiser') {
+    document.body.classList.add('organiser');
+    await organiserPage({ slug: route.slug, event, main });
+  } else {
+    await guestPage({ slug: route.slug, event, main });
+  }
+  document.body.dataset.ready = 'true';
+}
+
+start().catch((e) => {
+  console.error(e);
+  main.append(h('p', { class: 'error' }, String(e.message || e)));
+});

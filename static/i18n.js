@@ -1,0 +1,222 @@
+// The page's words in German and English. The language comes from the browser and can be
+// switched; the choice is remembered on this device.
+
+const STRINGS = {
+  de: {
+    switch_to: 'English',
+    tagline: 'Fotos vom Fest, an einem Ort.',
+    need_link: 'Öffne den Link aus dem QR-Code des Festes, um Fotos hochzuladen.',
+    no_event: 'Dieses Fest gibt es nicht (mehr). Prüfe den Link.',
+    your_name: 'Dein Name',
+    join_hint: 'Damit alle sehen, von wem die Fotos sind. Kein Konto, keine App.',
+    join: 'Los geht’s',
+    need_join_link: 'Zum Mitmachen brauchst du den Link aus dem QR-Code.',
+    hello: 'Hallo, {name}!',
+    choose_photos: 'Fotos hochladen',
+    choose_hint: 'Kamera oder Galerie. Die Fotos werden auf diesem Gerät vorgemerkt und gesendet, sobald die Verbindung es zulässt – auch nach einem Neuladen.',
+    quota: '{used} von {total} belegt',
+    quota_left: 'noch {left} frei',
+    uploads_closed_banner: 'Uploads sind gerade geschlossen.',
+    offline: 'Keine Verbindung – deine Fotos warten hier und werden gesendet, sobald du wieder online bist.',
+    state_queued: 'Wartet',
+    state_uploading: 'Wird gesendet …',
+    state_done: 'Hochgeladen',
+    state_failed: 'Nicht gesendet',
+    already: 'Schon hochgeladen',
+    retry: 'Erneut senden',
+    retry_in: 'Neuer Versuch in {s} s.',
+    retry_online: 'Wird gesendet, sobald du online bist.',
+    err_network: 'Keine Verbindung zum Server.',
+    err_server: 'Der Server hatte ein Problem ({status}).',
+    err_quota_exceeded: 'Dein Speicher ist voll: noch {left} von {total} frei, dieses Foto hat {size}.',
+    err_file_too_large: 'Datei zu groß: höchstens {max} pro Foto.',
+    err_image_too_large: 'Bild zu groß: {px} Megapixel, höchstens {max}.',
+    err_unsupported_media_type: 'Kein unterstütztes Bildformat (JPEG, PNG, WebP, GIF, HEIC).',
+    err_upload_deleted: 'Dieses Foto wurde gelöscht; es wird nicht erneut gesendet.',
+    err_client_upload_id_conflict: 'Dieses Foto kollidiert mit einem anderen Upload. Bitte wähle es neu aus.',
+    err_client_upload_id_reused: 'Dieses Foto kollidiert mit einem anderen Upload. Bitte wähle es neu aus.',
+    err_uploads_closed: 'Uploads sind für dieses Fest geschlossen.',
+    err_unauthenticated: 'Bitte gib deinen Namen erneut ein.',
+    err_wrong_event: 'Du bist einem anderen Fest beigetreten.',
+    err_invalid_display_name: 'Bitte einen Namen mit 1 bis 60 Zeichen.',
+    err_invalid_join_token: 'Der Link ist ungültig. Scanne den QR-Code erneut.',
+    err_generic: 'Nicht gesendet: {detail}',
+    gallery: 'Galerie',
+    all_photos: 'Alle Fotos',
+    my_photos: 'Meine Fotos',
+    empty: 'Noch keine Fotos – mach das erste!',
+    empty_mine: 'Du hast noch keine Fotos hochgeladen.',
+    by: 'von {name}',
+    processing: 'wird verarbeitet',
+    hidden: 'ausgeblendet',
+    failed: 'fehlerhaft',
+    like: 'Gefällt mir',
+    likes: '{n} ♥',
+    comments: 'Kommentare',
+    no_comments: 'Noch keine Kommentare.',
+    comment_placeholder: 'Kommentar schreiben …',
+    send: 'Senden',
+    delete: 'Löschen',
+    confirm_delete: 'Dieses Foto wirklich löschen?',
+    close: 'Schließen',
+    previous: 'Vorheriges',
+    next: 'Nächstes',
+    load_more: 'Mehr laden',
+    organiser: 'Veranstalter',
+    password: 'Passwort',
+    login: 'Anmelden',
+    err_invalid_credentials: 'Falsches Passwort.',
+    err_too_many_attempts: 'Zu viele Versuche. Bitte in {s} s erneut.',
+    err_forbidden: 'Das dürfen nur die Veranstalter.',
+    join_link: 'Link für Gäste',
+    qr_hint: 'Ausdrucken oder auf dem Bildschirm zeigen: Gäste scannen und laden hoch.',
+    uploads_open: 'Uploads offen',
+    quota_per_guest: 'Speicher pro Gast (MB)',
+    save: 'Speichern',
+    saved: 'Gespeichert.',
+    download_all: 'Alle Fotos herunterladen (ZIP)',
+    slideshow: 'Live-Diashow',
+    slideshow_empty: 'Warte auf die ersten Fotos …',
+    hide: 'Ausblenden',
+    unhide: 'Einblenden',
+    photos_count: '{n} Fotos',
+    logout_hint: 'Angemeldet als Veranstalter.',
+  },
+  en: {
+    switch_to: 'Deutsch',
+    tagline: 'Photos from the party, in one place.',
+    need_link: 'Open the link from the event’s QR code to upload photos.',
+    no_event: 'There is no such event (any more). Check the link.',
+    your_name: 'Your name',
+    join_hint: 'So everyone sees who took the photos. No account, no app.',
+    join: 'Let’s go',
+    need_join_link: 'To join you need the link from the QR code.',
+    hello: 'Hello, {name}!',
+    choose_photos: 'Upload photos',
+    choose_hint: 'Camera or library. Photos are kept on this device and sent as soon as the connection allows — even after a reload.',
+    quota: '{used} of {total} used',
+    quota_left: '{left} left',
+    uploads_closed_banner: 'Uploads are closed right now.',
+    offline: 'No connection — your photos wait here and are sent as soon as you are back online.',
+    state_queued: 'Waiting',
+    state_uploading: 'Uploading …',
+    state_done: 'Uploaded',
+    state_failed: 'Not sent',
+    already: 'Already uploaded',
+    retry: 'Retry',
+    retry_in: 'Trying again in {s} s.',
+    retry_online: 'Will be sent when you are back online.',
+    err_network: 'Could not reach the server.',
+    err_server: 'The server had a problem ({status}).',
+    err_quota_exceeded: 'Your storage is full: {left} of {total} left, this photo is {size}.',
+    err_file_too_large: 'File too large: at most {max} per photo.',
+    err_image_too_large: 'Image too large: {px} megapixels, at most {max}.',
+    err_unsupported_media_type: 'Not a supported image format (JPEG, PNG, WebP, GIF, HEIC).',
+    err_upload_deleted: 'This photo was deleted; it is not sent again.',
+    err_client_upload_id_conflict: 'This photo clashed with another upload. Please choose it again.',
+    err_client_upload_id_reused: 'This photo clashed with another upload. Please choose it again.',
+    err_uploads_closed: 'Uploads are closed for this event.',
+    err_unauthenticated: 'Please enter your name again.',
+    err_wrong_event: 'You joined another event.',
+    err_invalid_display_name: 'Please use a name of 1 to 60 characters.',
+    err_invalid_join_token: 'This link is not valid. Scan the QR code again.',
+    err_generic: 'Not sent: {detail}',
+    gallery: 'Gallery',
+    all_photos: 'All photos',
+    my_photos: 'My photos',
+    empty: 'No photos yet — take the first one!',
+    empty_mine: 'You have not uploaded any photos yet.',
+    by: 'by {name}',
+    processing: 'processing',
+    hidden: 'hidden',
+    failed: 'broken',
+    like: 'Like',
+    likes: '{n} ♥',
+    comments: 'Comments',
+    no_comments: 'No comments yet.',
+    comment_placeholder: 'Write a comment …',
+    send: 'Send',
+    delete: 'Delete',
+    confirm_delete: 'Really delete this photo?',
+    close: 'Close',
+    previous: 'Previous',
+    next: 'Next',
+    load_more: 'Load more',
+    organiser: 'Organiser',
+    password: 'Password',
+    login: 'Log in',
+    err_invalid_credentials: 'Wrong password.',
+    err_too_many_attempts: 'Too many attempts. Try again in {s} s.',
+    err_forbidden: 'Only the organisers may do that.',
+    join_link: 'Link for guests',
+    qr_hint: 'Print it or show it on a screen: guests scan it and upload.',
+    uploads_open: 'Uploads open',
+    quota_per_guest: 'Storage per guest (MB)',
+    save: 'Save',
+    saved: 'Saved.',
+    download_all: 'Download all photos (ZIP)',
+    slideshow: 'Live slideshow',
+    slideshow_empty: 'Waiting for the first photos …',
+    hide: 'Hide',
+    unhide: 'Show',
+    photos_count: '{n} photos',
+    logout_hint: 'Logged in as organiser.',
+  },
+};
+
+const STORE_KEY = 'confetti.lang';
+let current = pick();
+const listeners = new Set();
+
+function pick() {
+  try {
+    const saved = localStorage.getItem(STORE_KEY);
+    if (saved && STRINGS[saved]) return saved;
+  } catch {
+    // Storage may be unavailable (private mode); the browser's language decides then.
+  }
+  for (const tag of navigator.languages || [navigator.language || 'en']) {
+    const base = String(tag).toLowerCase().split('-')[0];
+    if (STRINGS[base]) return base;
+  }
+  return 'en';
+}
+
+export function lang() {
+  return current;
+}
+
+/** The string for `key` in the current language, with `{name}` placeholders filled in. */
+export function t(key, params = {}) {
+  const s = STRINGS[current][key] ?? STRINGS.en[key] ?? key;
+  return s.replace(/\{(\w+)\}/g, (_, name) => (name in params ? String(params[name]) : `{${name}}`));
+}
+
+/** Switches the language, remembers it, and lets every view re-render its words. */
+export function setLang(next) {
+  if (!STRINGS[next] || next === current) return;
+  current = next;
+  try {
+    localStorage.setItem(STORE_KEY, next);
+  } catch {
+    // Not remembered; still switched for this page.
+  }
+  applyStatic();
+  for (const fn of listeners) fn(next);
+}
+
+export function toggleLang() {
+  setLang(current === 'de' ? 'en' : 'de');
+}
+
+export function onLangChange(fn) {
+  listeners.add(fn);
+}
+
+/** Fills every `[data-i18n]` element's text and every `[data-i18n-placeholder]` placeholder. */
+export function applyStatic(root = document) {
+  document.documentElement.lang = current;
+  for (const el of root.querySelectorAll('[data-i18n]')) el.textContent = t(el.dataset.i18n);
+  for (const el of root.querySelectorAll('[data-i18n-placeholder]')) el.placeholder = t(el.dataset.i18nPlaceholder);
+  for (const el of root.querySelectorAll('[data-i18n-label]')) el.setAttribute('aria-label', t(el.dataset.i18nLabel));
+}

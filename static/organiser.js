@@ -1,0 +1,211 @@
+// The organiser's page for one event: log in with the event's password, show the QR code of
+// the join link, open or close uploads, set the guests' quota, moderate (hide, delete),
+// download everything as a ZIP, and run a full-screen live slideshow.
+
+import { h, api, ApiError } from './util.js';
+import { t, onLangChange } from './i18n.js';
+import { Gallery, previewUrl } from './gallery.js';
+
+const MB = 1024 * 1024;
+
+export async function organiserPage({ slug, event, main }) {
+  let current = event;
+  const loginSection = h('section', { class: 'card login', hidden: true });
+  const dashboard = h('section', { class: 'dashboard', hidden: true });
+  main.replaceChildren(loginSection, dashboard);
+
+  // ---- login ------------------------------------------------------------------------
+  const password = h('input', { name: 'password', id: 'password', type: 'password', required: true, autocomplete: 'current-password' });
+  const loginError = h('p', { class: 'error', role: 'alert', hidden: true });
+  const loginLabel = h('label', { for: 'password' });
+  const loginButton = h('button', { type: 'submit' });
+  const loginForm = h('form', { class: 'login-form' }, loginLabel, password, loginButton, loginError);
+  loginSection.append(loginForm);
+  loginForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    loginButton.disabled = true;
+    try {
+      await api('POST', `/api/v1/events/${encodeURIComponent(slug)}/organiser-sessions`, { password: password.value });
+      password.value = '';
+      current = await api('GET', `/api/v1/events/${encodeURIComponent(slug)}`);
+      showDashboard();
+    } catch (err) {
+      const s = Math.ceil((err.retryAfter ?? 0) / 1000) || err.problem?.retry_after_s || '';
+      const key = err instanceof ApiError ? `err_${err.code}` : 'err_network';
+      loginError.textContent = t(key, { s }) !== key ? t(key, { s }) : err.message;
+      loginError.hidden = false;
+    } finally {
+      loginButton.disabled = false;
+    }
+  });
+
+  // ---- dashboard --------------------------------------------------------------------
+  const qr = h('img', { class: 'qr', alt: 'QR', width: 240, height: 240 });
+  const joinLink = h('a', { class: 'join-link', 'data-testid': 'join-link' });
+  const openBox = h('input', { type: 'checkbox', name: 'uploads_open', id: 'uploads_open', class: 'switch' });
+  const quotaInput = h('input', { type: 'number', name: 'guest_quota_mb', id: 'guest_quota_mb', min: 0, step: 1, inputmode: 'numeric' });
+  const settingsNote = h('p', { class: 'note', role: 'status' });
+  const zip = h('a', { class: 'button', href: `/api/v1/events/${encodeURIComponent(slug)}/export.zip`, download: `${slug}.zip`, 'data-action': 'download' });
+  const showButton = h('button', { type: 'button', 'data-action': 'slideshow' });
+  const count = h('p', { class: 'muted' });
+  const galleryRoot = h('div', {});
+  const labels = {
+    link: h('h2', {}),
+    hint: h('p', { class: 'hint' }),
+    open: h('label', { for: 'uploads_open' }),
+    quota: h('label', { for: 'guest_quota_mb' }),
+    save: h('button', { type: 'submit', class: 'secondary' }),
+    gallery: h('h2', {}),
+    who: h('p', { class: 'muted' }),
+  };
+  const quotaForm = h('form', { class: 'quota-form' }, labels.quota, h('div', { class: 'row' }, quotaInput, labels.save));
+  quotaForm.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    await change({ guest_quota_bytes: Math.round(Number(quotaInput.value) * MB) });
+  });
+  openBox.addEventListener('change', () => change({ uploads_open: openBox.checked }));
+
+  dashboard.append(
+    labels.who,
+    h('div', { class: 'card share' }, labels.link, qr, joinLink, labels.hint),
+    h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, settingsNote),
+    h('div', { class: 'actions' }, zip, showButton),
+    labels.gallery,
+    count,
+    galleryRoot,
+  );
+
+  async function change(patch) {
+    settingsNote.textContent = '';
+    try {
+      current = await api('PATCH', `/api/v1/events/${encodeURIComponent(slug)}`, patch);
+      settingsNote.textContent = t('saved');
+    } catch (err) {
+      settingsNote.textContent = err.message;
+    }
+    renderDashboard();
+  }
+
+  function renderLogin() {
+    loginLabel.textContent = t('password');
+    loginButton.textContent = t('login');
+  }
+
+  function renderDashboard() {
+    labels.who.textContent = t('logout_hint');
+    labels.link.textContent = t('join_link');
+    labels.hint.textContent = t('qr_hint');
+    labels.open.textContent = t('uploads_open');
+    labels.quota.textContent = t('quota_per_guest');
+    labels.save.textContent = t('save');
+    labels.gallery.textContent = t('gallery');
+    zip.textContent = t('download_all');
+    showButton.textContent = t('slideshow');
+    if (current.join_url) {
+      joinLink.href = current.join_url;
+      joinLink.textContent = current.join_url;
+    }
+    openBox.checked = current.uploads_open !== false;
+    if (document.activeElement !== quotaInput) quotaInput.value = String(Math.round((current.guest_quota_bytes ?? 0) / MB));
+    if (gallery) count.textContent = t('photos_count', { n: gallery.order.length }) + (gallery.exhausted ? '' : '+');
+  }
+
+  let gallery = null;
+  function showDashboard() {
+    loginSection.hidden = true;
+    dashboard.hidden = false;
+    qr.src = `/e/${encodeURIComponent(slug)}/qr.svg`;
+    if (!gallery) {
+      gallery = new Gallery({ slug, root: galleryRoot, viewer: () => ({ organiser: true }) });
+      gallery.onChange(() => renderDashboard());
+      gallery.loadMore();
+      gallery.live((u) => slideshow.arrived(u));
+    }
+    renderDashboard();
+  }
+
+  const slideshow = new Slideshow(() => gallery);
+  showButton.addEventListener('click', () => slideshow.start());
+
+  onLangChange(() => {
+    renderLogin();
+    renderDashboard();
+  });
+  renderLogin();
+
+  // Organisers see the join token in the event; guests and strangers do not.
+  if (current.join_token) showDashboard();
+  else {
+    loginSection.hidden = false;
+    password.focus();
+  }
+}
+
+/** Full screen, one photo at a time, the newest arrivals first, then round again. */
+class Slideshow {
+  constructor(gallery) {
+    this.gallery = gallery;
+    this.el = h('div', { class: 'slideshow', hidden: true, 'data-testid': 'slideshow' });
+    this.img = h('img', { alt: '' });
+    this.caption = h('p', { class: 'slide-caption' });
+    this.empty = h('p', { class: 'slide-empty' });
+    this.el.append(this.img, this.caption, this.empty);
+    this.el.addEventListener('click', () => this.stop());
+    document.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && !this.el.hidden) this.stop();
+    });
+    document.addEventListener('fullscreenchange', () => {
+      if (!document.fullscreenElement && !this.el.hidden) this.stop();
+    });
+    document.body.append(this.el);
+    this.fresh = [];
+    this.index = 0;
+    this.timer = null;
+  }
+
+  ready() {
+    const g = this.gallery();
+    return g ? g.order.map((id) => g.uploads.get(id)).filter((u) => u && u.status === 'ready' && previewUrl(u)) : [];
+  }
+
+  start() {
+    this.el.hidden = false;
+    this.index = 0;
+    this.el.requestFullscreen?.().catch(() => {});
+    this.next();
+  }
+
+  stop() {
+    clearTimeout(this.timer);
+    this.el.hidden = true;
+    if (document.fullscreenElement) document.exitFullscreen().catch(() => {});
+  }
+
+  /** A photo that just became ready jumps the line. */
+  arrived(u) {
+    if (this.el.hidden) return;
+    this.fresh.push(u);
+    if (this.fresh.length === 1) this.next();
+  }
+
+  next() {
+    clearTimeout(this.timer);
+    if (this.el.hidden) return;
+    let u = this.fresh.shift();
+    if (!u) {
+      const all = this.ready();
+      if (all.length) {
+        u = all[this.index % all.length];
+        this.index += 1;
+      }
+    }
+    this.empty.textContent = u ? '' : t('slideshow_empty');
+    this.empty.hidden = Boolean(u);
+    if (u) {
+      this.img.src = previewUrl(u);
+      this.img.dataset.uploadId = u.id;
+      this.caption.textContent = [u.guest?.display_name, u.caption].filter(Boolean).join(' · ');
+    }
+    this.timer = setTimeout(() => this.next(), 6000);
+  }
+}

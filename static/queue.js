@@ -1,0 +1,449 @@
+// The upload queue: every chosen photo is written to IndexedDB before any request is made,
+// with a key (`client_upload_id`) made once for it, and sent with that same key until the
+// server has it. The server deduplicates on the key, so a retry after a lost answer never
+// stores a photo twice; before re-sending bytes the queue asks the server whether it already
+// has the photo (the by-client-id preflight) and, if so, sends nothing.
+//
+// Item: {client_upload_id, event, blob, name, type, size, caption, state, attempts,
+//        last_error, problem, final, next_at, created_at, fingerprint}
+// state: queued | uploading | done | failed. `final` failures wait for the retry button.
+
+import { uuid, retryAfterMs } from './util.js';
+
+const DB_NAME = 'confetti';
+const DB_VERSION = 1;
+const QUEUE = 'queue';
+// Keys (and file fingerprints) of photos the server has: a late copy of a queue item, or the
+// same file chosen again, is recognised as already uploaded. Kept for a week.
+const SENT = 'sent';
+const SENT_KEEP_MS = 7 * 24 * 3600 * 1000;
+
+const PARALLEL = 2;
+const BACKOFF_BASE_MS = 1000;
+const BACKOFF_MAX_MS = 60_000;
+// An upload that moves no byte for this long is taken for dead and retried (same key).
+const STALL_MS = 60_000;
+
+function openDb() {
+  return new Promise((resolve, reject) => {
+    if (!('indexedDB' in window)) return reject(new Error('no IndexedDB'));
+    const req = indexedDB.open(DB_NAME, DB_VERSION);
+    req.onupgradeneeded = () => {
+      const db = req.result;
+      if (!db.objectStoreNames.contains(QUEUE)) db.createObjectStore(QUEUE, { keyPath: 'client_upload_id' }).createIndex('event', 'event');
+      if (!db.objectStoreNames.contains(SENT)) db.createObjectStore(SENT, { keyPath: 'client_upload_id' }).createIndex('event', 'event');
+    };
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+    req.onblocked = () => reject(new Error('IndexedDB blocked'));
+  });
+}
+
+/** Runs `fn(stores)` in one transaction; resolves with fn's result once the transaction committed. */
+function transact(db, names, mode, fn) {
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction(names, mode);
+    const stores = Object.fromEntries(names.map((n) => [n, tx.objectStore(n)]));
+    let result;
+    try {
+      result = fn(stores);
+    } catch (e) {
+      tx.abort();
+      reject(e);
+      return;
+    }
+    tx.oncomplete = () => resolve(result);
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error || new Error('transaction aborted'));
+  });
+}
+
+function getAll(index, key) {
+  return new Promise((resolve, reject) => {
+    const req = index.getAll(key);
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+export function fingerprint(file) {
+  return `${file.name}|${file.size}|${file.lastModified || 0}`;
+}
+
+/** Exponential backoff with full jitter: attempt n waits up to base·2^(n−1), capped. */
+export function backoffMs(attempts) {
+  const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, Math.min(attempts - 1, 10)));
+  return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+export class UploadQueue {
+  /**
+   * @param {object} o
+   * @param {string} o.slug the event
+   * @param {(item) => void} o.onChange called whenever an item's state or progress changes
+   * @param {(item) => void} o.onDone called once per item the server has
+   * @param {() => void} o.onUnauthenticated the guest's session is gone: ask for the name again
+   * @param {{max_upload_bytes?: number, preflight?: boolean}} o.limits
+   */
+  constructor({ slug, onChange, onDone, onUnauthenticated, limits = {} }) {
+    this.slug = slug;
+    this.onChange = onChange || (() => {});
+    this.onDone = onDone || (() => {});
+    this.onUnauthenticated = onUnauthenticated || (() => {});
+    this.limits = limits;
+    this.items = new Map();
+    this.active = 0;
+    this.paused = true;
+    this.timer = null;
+    this.db = null;
+    this.sent = new Map();
+  }
+
+  /** Opens IndexedDB and restores this event's queue: items a closed tab left are sent again. */
+  async load() {
+    try {
+      this.db = await openDb();
+    } catch (e) {
+      console.warn('IndexedDB unavailable; the queue lives in this page only', e);
+      return [];
+    }
+    const cutoff = Date.now() - SENT_KEEP_MS;
+    const { queued, sent } = await transact(this.db, [QUEUE, SENT], 'readonly', (s) => ({
+      queued: getAll(s[QUEUE].index('event'), this.slug),
+      sent: getAll(s[SENT].index('event'), this.slug),
+    })).then(async (r) => ({ queued: await r.queued, sent: await r.sent }));
+    const stale = [];
+    for (const entry of sent) {
+      if (entry.done_at < cutoff) stale.push(entry.client_upload_id);
+      else this.sent.set(entry.client_upload_id, entry);
+    }
+    const finished = [];
+    for (const item of queued.sort((a, b) => a.created_at - b.created_at)) {
+      if (this.sent.has(item.client_upload_id) || item.state === 'done') {
+        finished.push(item.client_upload_id);
+        continue;
+      }
+      // A tab closed mid-upload: the bytes may or may not have arrived; `attempts` > 0
+      // makes the next send ask the server first.
+      if (item.state === 'uploading') item.state = 'queued';
+      item.progress = 0;
+      this.items.set(item.client_upload_id, item);
+    }
+    if (stale.length || finished.length) {
+      await transact(this.db, [QUEUE, SENT], 'readwrite', (s) => {
+        for (const key of stale) s[SENT].delete(key);
+        for (const key of finished) s[QUEUE].delete(key);
+      });
+    }
+    return [...this.items.values()];
+  }
+
+  /** Queues files: each is stored in IndexedDB (awaited) before anything is sent. */
+  async add(files) {
+    const now = Date.now();
+    const fresh = [];
+    const known = new Set([...this.items.values()].filter((i) => i.state !== 'failed' || !i.final).map((i) => i.fingerprint));
+    for (const entry of this.sent.values()) known.add(entry.fingerprint);
+    Array.from(files).forEach((file, i) => {
+      const fp = fingerprint(file);
+      const item = {
+        client_upload_id: uuid(),
+        event: this.slug,
+        blob: file,
+        name: file.name || `photo-${now}-${i}.jpg`,
+        type: file.type || '',
+        size: file.size,
+        caption: null,
+        state: 'queued',
+        attempts: 0,
+        last_error: null,
+        problem: null,
+        final: false,
+        next_at: 0,
+        created_at: now + i,
+        fingerprint: fp,
+        progress: 0,
+      };
+      if (known.has(fp)) {
+        // The same file (name, size, time) was sent or queued already: say so, send nothing.
+        item.state = 'done';
+        item.already = true;
+        item.duplicate_of_choice = true;
+      }
+      known.add(fp);
+      fresh.push(item);
+    });
+    const toStore = fresh.filter((i) => i.state === 'queued');
+    if (this.db && toStore.length) {
+      await transact(this.db, [QUEUE], 'readwrite', (s) => {
+        for (const item of toStore) s[QUEUE].put(this.record(item));
+      });
+    }
+    for (const item of fresh) {
+      this.items.set(item.client_upload_id, item);
+      this.onChange(item);
+    }
+    this.pump();
+    return fresh;
+  }
+
+  /** What IndexedDB keeps of an item (not the in-page progress or upload). */
+  record(item) {
+    const { progress, upload, xhr, ...rest } = item;
+    return rest;
+  }
+
+  async save(item) {
+    if (!this.db || item.state === 'done') return;
+    try {
+      await transact(this.db, [QUEUE], 'readwrite', (s) => s[QUEUE].put(this.record(item)));
+    } catch (e) {
+      console.warn('could not save a queue item', e);
+    }
+  }
+
+  /** Starts sending (after joining); stops when the session turns out to be gone. */
+  start() {
+    this.paused = false;
+    this.pump();
+  }
+
+  /** Sends now, whatever the backoff said (the retry button, the `online` event). */
+  retry(key) {
+    const item = this.items.get(key);
+    if (!item || item.state === 'done' || item.state === 'uploading') return;
+    item.final = false;
+    item.next_at = 0;
+    item.state = 'queued';
+    item.last_error = null;
+    item.problem = null;
+    this.onChange(item);
+    this.save(item);
+    this.pump();
+  }
+
+  /** Every waiting, non-final item goes now: the connection came back. */
+  retryAll() {
+    for (const item of this.items.values()) {
+      if ((item.state === 'failed' && !item.final) || item.state === 'queued') item.next_at = 0;
+    }
+    this.pump();
+  }
+
+  pending() {
+    return [...this.items.values()].filter((i) => i.state === 'queued' || i.state === 'uploading' || (i.state === 'failed' && !i.final));
+  }
+
+  pump() {
+    clearTimeout(this.timer);
+    this.timer = null;
+    if (this.paused) return;
+    const online = navigator.onLine !== false;
+    const now = Date.now();
+    const waiting = [...this.items.values()]
+      .filter((i) => (i.state === 'queued' || (i.state === 'failed' && !i.final)))
+      .sort((a, b) => a.created_at - b.created_at);
+    if (online) {
+      for (const item of waiting) {
+        if (this.active >= PARALLEL) break;
+        if (item.next_at <= now) this.send(item);
+      }
+    }
+    const next = waiting.filter((i) => i.state !== 'uploading' && i.next_at > now).reduce((m, i) => Math.min(m, i.next_at), Infinity);
+    if (online && next !== Infinity) this.timer = setTimeout(() => this.pump(), Math.max(50, next - now));
+  }
+
+  async send(item) {
+    this.active += 1;
+    item.state = 'uploading';
+    item.progress = 0;
+    item.last_error = null;
+    this.onChange(item);
+    try {
+      await this.attempt(item);
+    } catch (e) {
+      console.error('upload attempt failed unexpectedly', e);
+      this.retryLater(item, 'network', null);
+    } finally {
+      this.active -= 1;
+      this.pump();
+    }
+  }
+
+  async attempt(item) {
+    if (this.limits.max_upload_bytes && item.size > this.limits.max_upload_bytes) {
+      return this.fail(item, 'file_too_large', { limit_bytes: this.limits.max_upload_bytes });
+    }
+    if (item.attempts > 0 && this.limits.preflight !== false) {
+      // Sent before: its answer may have been lost after the server stored it.
+      const known = await this.preflight(item);
+      if (known === 'stop') return;
+    }
+    item.attempts += 1;
+    await this.save(item);
+    const res = await this.post(item);
+    return this.settle(item, res);
+  }
+
+  /** Asks the server whether it already has this item. 'stop' when that settled the item. */
+  async preflight(item) {
+    let response;
+    try {
+      response = await fetch(`/api/v1/events/${encodeURIComponent(this.slug)}/uploads/by-client-id/${item.client_upload_id}`, {
+        credentials: 'same-origin',
+        headers: { Accept: 'application/json' },
+      });
+    } catch {
+      this.retryLater(item, 'network', null);
+      return 'stop';
+    }
+    if (response.status === 200) {
+      const upload = await response.json().catch(() => null);
+      await this.done(item, upload, true);
+      return 'stop';
+    }
+    if (response.status === 404) return 'send';
+    const problem = await response.json().catch(() => null);
+    return this.settle(item, { status: response.status, problem, retryAfter: response.headers.get('Retry-After') }).then(() => 'stop');
+  }
+
+  post(item) {
+    return new Promise((resolve) => {
+      const xhr = new XMLHttpRequest();
+      let last = Date.now();
+      const touch = () => {
+        last = Date.now();
+      };
+      const watchdog = setInterval(() => {
+        if (Date.now() - last > STALL_MS) xhr.abort();
+      }, 5000);
+      const finish = (result) => {
+        clearInterval(watchdog);
+        item.xhr = null;
+        resolve(result);
+      };
+      xhr.open('POST', `/api/v1/events/${encodeURIComponent(this.slug)}/uploads`);
+      xhr.setRequestHeader('Accept', 'application/json');
+      // The same key as the part below: known keys are answered before any bytes are stored.
+      xhr.setRequestHeader('Idempotency-Key', item.client_upload_id);
+      xhr.upload.onprogress = (e) => {
+        touch();
+        if (e.lengthComputable && e.total > 0) {
+          item.progress = e.loaded / e.total;
+          this.onChange(item);
+        }
+      };
+      xhr.upload.onload = touch;
+      xhr.onprogress = touch;
+      xhr.onload = () => {
+        let problem = null;
+        try {
+          problem = xhr.responseText ? JSON.parse(xhr.responseText) : null;
+        } catch {
+          problem = null;
+        }
+        finish({ status: xhr.status, problem, retryAfter: xhr.getResponseHeader('Retry-After'), replayed: xhr.getResponseHeader('Idempotent-Replayed') === 'true' });
+      };
+      xhr.onerror = () => finish({ status: 0 });
+      xhr.onabort = () => finish({ status: 0 });
+      xhr.ontimeout = () => finish({ status: 0 });
+      const form = new FormData();
+      // The key first: the server decides on it before reading the file.
+      form.append('client_upload_id', item.client_upload_id);
+      if (item.caption) form.append('caption', item.caption);
+      form.append('file', item.blob, item.name);
+      item.xhr = xhr;
+      xhr.send(form);
+    });
+  }
+
+  async settle(item, { status, problem, retryAfter, replayed }) {
+    const code = problem?.code;
+    if (status === 200 || status === 201) return this.done(item, problem, replayed || status === 200);
+    if (status === 0) return this.retryLater(item, 'network', null);
+    if (status === 401) {
+      item.state = 'queued';
+      item.next_at = 0;
+      this.paused = true;
+      this.onChange(item);
+      await this.save(item);
+      this.onUnauthenticated();
+      return;
+    }
+    if (status === 409 && code === 'idempotency_key_in_flight') return this.retryLater(item, code, retryAfter, problem);
+    if (status === 429 || status === 408 || status >= 500) return this.retryLater(item, code || `http_${status}`, retryAfter, problem, status);
+    // 400, 403, 409 (another guest's key), 410, 413, 415, 422: sending again would not help.
+    return this.fail(item, code || `http_${status}`, problem || { status });
+  }
+
+  async done(item, upload, already) {
+    item.state = 'done';
+    item.progress = 1;
+    item.final = false;
+    item.already = Boolean(already);
+    item.upload = upload || null;
+    item.last_error = null;
+    item.problem = null;
+    const entry = {
+      client_upload_id: item.client_upload_id,
+      event: this.slug,
+      upload_id: upload?.id || null,
+      fingerprint: item.fingerprint,
+      done_at: Date.now(),
+    };
+    this.sent.set(item.client_upload_id, entry);
+    if (this.db) {
+      try {
+        // Pruned from the queue; its key stays in `sent` to recognise late duplicates.
+        await transact(this.db, [QUEUE, SENT], 'readwrite', (s) => {
+          s[QUEUE].delete(item.client_upload_id);
+          s[SENT].put(entry);
+        });
+      } catch (e) {
+        console.warn('could not prune a finished queue item', e);
+      }
+    }
+    this.onChange(item);
+    this.onDone(item);
+  }
+
+  async retryLater(item, code, retryAfter, problem = null, status = 0) {
+    const wait = Math.max(retryAfterMs(retryAfter) ?? 0, backoffMs(Math.max(1, item.attempts)));
+    item.state = navigator.onLine === false ? 'queued' : 'failed';
+    item.final = false;
+    item.last_error = code;
+    item.problem = problem || { status };
+    item.next_at = Date.now() + wait;
+    this.onChange(item);
+    await this.save(item);
+  }
+
+  async fail(item, code, problem) {
+    item.state = 'failed';
+    item.final = true;
+    item.last_error = code;
+    item.problem = problem;
+    item.next_at = 0;
+    this.onChange(item);
+    await this.save(item);
+  }
+
+  /** Forgets that a deleted upload was sent, so choosing the same file again sends it anew. */
+  async forgetUpload(uploadId) {
+    const keys = [...this.sent.values()].filter((e) => e.upload_id === uploadId).map((e) => e.client_upload_id);
+    for (const key of keys) this.sent.delete(key);
+    if (this.db && keys.length) {
+      await transact(this.db, [SENT], 'readwrite', (s) => {
+        for (const key of keys) s[SENT].delete(key);
+      }).catch(() => {});
+    }
+  }
+
+  /** Drops a failed item the guest gave up on. */
+  async discard(key) {
+    const item = this.items.get(key);
+    if (!item || item.state === 'uploading') return;
+    this.items.delete(key);
+    if (this.db) await transact(this.db, [QUEUE], 'readwrite', (s) => s[QUEUE].delete(key)).catch(() => {});
+  }
+}

@@ -1,0 +1,116 @@
+// Small helpers every part of the page shares: building DOM (text only, never HTML),
+// UUIDs that work outside secure contexts, byte formatting, and the JSON API client.
+
+/** Builds an element. Children that are strings become text nodes, so user text is never HTML. */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
+    else if (key === 'dataset') Object.assign(el.dataset, value);
+    else if (key === 'text') el.textContent = value;
+    else if (value === true) el.setAttribute(key, '');
+    else el.setAttribute(key, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/**
+ * A random (version 4) UUID from `crypto.getRandomValues`, which, unlike `crypto.randomUUID`,
+ * exists on plain http:// LAN addresses too.
+ */
+export function uuid() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * "12 MB", "1 GB": powers of 1024, as the server's limits are set (a 1 GiB quota reads
+ * "1 GB", not "1.07 GB").
+ */
+export function formatBytes(n, lang = 'en') {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let i = 0;
+  let v = Math.max(0, Number(n) || 0);
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i += 1;
+  }
+  const digits = i === 0 || v >= 10 ? 0 : 1;
+  return `${v.toLocaleString(lang, { maximumFractionDigits: digits })} ${units[i]}`;
+}
+
+/** An error answer of the API: status, the problem's `code` and the whole problem body. */
+export class ApiError extends Error {
+  constructor(status, problem, retryAfter) {
+    super(problem?.detail || `HTTP ${status}`);
+    this.status = status;
+    this.code = problem?.code || (status === 0 ? 'network' : 'http_' + status);
+    this.problem = problem || {};
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** Parses a `Retry-After` header (seconds or an HTTP date) into milliseconds, or null. */
+export function retryAfterMs(value) {
+  if (!value) return null;
+  const s = Number(value);
+  if (Number.isFinite(s)) return Math.max(0, s * 1000);
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : null;
+}
+
+/**
+ * Calls the JSON API with the page's cookies. Writes carry an `Idempotency-Key` made once per
+ * call, and a write whose answer was lost is sent once more with the same key: the server
+ * answers the repeat with the first answer instead of doing the work twice.
+ */
+export async function api(method, path, body) {
+  const write = method !== 'GET' && method !== 'HEAD';
+  const headers = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (write) headers['Idempotency-Key'] = uuid();
+  const init = { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) };
+  let response;
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      response = await fetch(path, init);
+    } catch (e) {
+      if (write && attempt === 0) continue;
+      throw new ApiError(0, { detail: String(e) });
+    }
+    if (write && attempt === 0 && response.status === 409) {
+      const wait = retryAfterMs(response.headers.get('Retry-After'));
+      const problem = await response.clone().json().catch(() => null);
+      if (problem?.code === 'idempotency_key_in_flight') {
+        await new Promise((r) => setTimeout(r, Math.min(wait ?? 1000, 5000)));
+        continue;
+      }
+    }
+    break;
+  }
+  if (response.status === 204) return null;
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) throw new ApiError(response.status, data, retryAfterMs(response.headers.get('Retry-After')));
+  return data;
+}
+
+/** The slug in `/e/{slug}` or `/e/{slug}/organiser`, or null on other pages. */
+export function routeOf(location) {
+  const m = /^\/e\/([^/]+)(\/organiser)?\/?$/.exec(location.pathname);
+  if (!m) return { page: 'home' };
+  return { page: m[2] ? 'organiser' : 'guest', slug: decodeURIComponent(m[1]) };
+}
