@@ -1,0 +1,62 @@
+// A guest joins, chooses three photos, and sees all three uploaded and in the gallery; the
+// server holds exactly those three and charged the quota once for each.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fixtures, onPhone, startServer, join, choose, waitForItems, screenshot, fileSize, backends, watchConsole } from './helpers.mjs';
+
+const f = fixtures({ server: false, photos: 3, photoOptions: { prefix: 'wedding' } });
+
+for (const backend of backends()) {
+  test(`${backend}: join, choose three photos, all are uploaded once and shown in the gallery`, { timeout: 90_000 }, async () => {
+    const server = await startServer({ backend, name: 'upload' });
+    try {
+      const event = await server.createEvent({ name: 'Hochzeit Anna & Ben' });
+      await onPhone(f.browser, {}, async (page, context) => {
+        const problems = watchConsole(page);
+        await join(page, event, 'Tante Erna');
+        const before = Number(await page.getAttribute('[data-testid=quota]', 'data-used-bytes'));
+        assert.equal(before, 0, 'quota shown before uploading');
+
+        await choose(page, f.photos);
+        const keys = await waitForItems(page, 3, 'done');
+        assert.equal(new Set(keys).size, 3);
+
+        // The gallery shows the three photos, newest first, with thumbnails once they exist.
+        await page.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile img').length === 3, null, { timeout: 20_000 });
+        await page.waitForFunction(
+          () => [...document.querySelectorAll('[data-testid=gallery] .tile img')].every((img) => img.complete && img.naturalWidth > 0),
+          null,
+          { timeout: 20_000 },
+        );
+
+        const rows = await server.uploads(event);
+        assert.equal(rows.length, 3, 'three rows on the server');
+        assert.deepEqual(new Set(rows.map((r) => r.client_upload_id)), new Set(keys), 'stored under the keys the page made');
+        const total = f.photos.reduce((s, f) => s + fileSize(f), 0);
+        assert.equal(rows.reduce((s, r) => s + r.bytes, 0), total, 'the bytes of the files, each once');
+
+        await page.waitForFunction((total) => Number(document.querySelector('[data-testid=quota]').dataset.usedBytes) === total, total, { timeout: 10_000 });
+        assert.match(await page.textContent('[data-testid=quota]'), /von/, 'quota in German');
+
+        // Thumbnails, when the server makes them.
+        const srcs = await page.$$eval('[data-testid=gallery] .tile img', (imgs) => imgs.map((i) => i.getAttribute('src')));
+        console.log('gallery image URLs:', srcs.join(' '));
+
+        if (backend === 'sqlite') {
+          await page.evaluate(() => window.scrollTo(0, 0));
+          await screenshot(page, 'upload-page-390x844');
+          await page.evaluate(() => document.querySelector('.gallery-section').scrollIntoView());
+          await screenshot(page, 'gallery-390x844');
+          await page.locator('[data-testid=gallery] .tile-open').first().click();
+          await page.locator('dialog.lightbox[open] .lightbox-img').waitFor();
+          await page.waitForFunction(() => document.querySelector('dialog.lightbox .lightbox-img')?.naturalWidth > 0);
+          await screenshot(page, 'lightbox-390x844');
+        }
+        assert.deepEqual(problems, [], 'no script errors or CSP violations');
+      });
+    } finally {
+      await server.stop();
+    }
+  });
+}
