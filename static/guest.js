@@ -119,8 +119,18 @@ export async function guestPage({ slug, event, main }) {
         bar: h('progress', { class: 'q-progress', max: 1, value: 0 }),
         msg: h('p', { class: 'q-msg' }),
         retry: h('button', { type: 'button', class: 'q-retry', 'data-action': 'retry', onclick: () => queue.retry(item.client_upload_id) }),
+        discard: h('button', {
+          type: 'button',
+          class: 'q-discard',
+          'data-action': 'discard',
+          onclick: async () => {
+            await queue.discard(item.client_upload_id);
+            views.get(item.client_upload_id)?.li.remove();
+            views.delete(item.client_upload_id);
+          },
+        }, '✕'),
       };
-      v.li.append(preview, h('div', { class: 'q-body' }, h('div', { class: 'q-line' }, v.name, v.state), v.bar, v.msg), v.retry);
+      v.li.append(preview, h('div', { class: 'q-body' }, h('div', { class: 'q-line' }, v.name, v.state), v.bar, v.msg), h('div', { class: 'q-actions' }, v.retry, v.discard));
       views.set(item.client_upload_id, v);
       queueList.prepend(v.li);
     }
@@ -140,6 +150,9 @@ export async function guestPage({ slug, event, main }) {
     v.retry.textContent = t('retry');
     v.retry.hidden = item.state !== 'failed';
     v.retry.disabled = item.state !== 'failed';
+    // Only a photo the server refused for good may be dropped from the queue.
+    v.discard.hidden = !(item.state === 'failed' && item.final);
+    v.discard.setAttribute('aria-label', t('discard'));
     // A failed item that is not retried: the retry button is the only way on.
     if (item.state === 'failed' && item.final) v.li.classList.add('final');
     else v.li.classList.remove('final');

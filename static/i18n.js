@@ -24,6 +24,7 @@ const STRINGS = {
     state_failed: 'Nicht gesendet',
     already: 'Schon hochgeladen',
     retry: 'Erneut senden',
+    discard: 'Aus der Liste entfernen',
     retry_in: 'Neuer Versuch in {s} s.',
     retry_online: 'Wird gesendet, sobald du online bist.',
     err_network: 'Keine Verbindung zum Server.',
@@ -80,6 +81,7 @@ const STRINGS = {
     hide: 'Ausblenden',
     unhide: 'Einblenden',
     photos_count: '{n} Fotos',
+    photos_count_one: '1 Foto',
     logout_hint: 'Angemeldet als Veranstalter.',
   },
   en: {
@@ -104,6 +106,7 @@ const STRINGS = {
     state_failed: 'Not sent',
     already: 'Already uploaded',
     retry: 'Retry',
+    discard: 'Remove from the list',
     retry_in: 'Trying again in {s} s.',
     retry_online: 'Will be sent when you are back online.',
     err_network: 'Could not reach the server.',
@@ -160,6 +163,7 @@ const STRINGS = {
     hide: 'Hide',
     unhide: 'Show',
     photos_count: '{n} photos',
+    photos_count_one: '1 photo',
     logout_hint: 'Logged in as organiser.',
   },
 };

@@ -107,7 +107,10 @@ export async function organiserPage({ slug, event, main }) {
     }
     openBox.checked = current.uploads_open !== false;
     if (document.activeElement !== quotaInput) quotaInput.value = String(Math.round((current.guest_quota_bytes ?? 0) / MB));
-    if (gallery) count.textContent = t('photos_count', { n: gallery.order.length }) + (gallery.exhausted ? '' : '+');
+    if (gallery) {
+      const n = gallery.order.length;
+      count.textContent = n === 1 && gallery.exhausted ? t('photos_count_one') : t('photos_count', { n }) + (gallery.exhausted ? '' : '+');
+    }
   }
 
   let gallery = null;

@@ -175,9 +175,14 @@ export class UploadQueue {
     });
     const toStore = fresh.filter((i) => i.state === 'queued');
     if (this.db && toStore.length) {
-      await transact(this.db, [QUEUE], 'readwrite', (s) => {
-        for (const item of toStore) s[QUEUE].put(this.record(item));
-      });
+      try {
+        await transact(this.db, [QUEUE], 'readwrite', (s) => {
+          for (const item of toStore) s[QUEUE].put(this.record(item));
+        });
+      } catch (e) {
+        // The device's storage is full: send them anyway, from this page only.
+        console.warn('could not store chosen photos; they are kept in this page only', e);
+      }
     }
     for (const item of fresh) {
       this.items.set(item.client_upload_id, item);

@@ -38,12 +38,12 @@ test('organiser: login, QR code, uploads closed and opened, quota, ZIP', { timeo
     await page.click('.quota-form button[type=submit]');
     await page.waitForFunction(async (slug) => (await fetch(`/api/v1/events/${slug}`).then((r) => r.json())).guest_quota_bytes === 250 * 1024 * 1024, event.slug);
 
+    await screenshot(page, 'organiser-390x844');
     const href = await page.getAttribute('a[data-action=download]', 'href');
     assert.equal(href, `/api/v1/events/${event.slug}/export.zip`);
     const zip = await page.evaluate((href) => fetch(href).then((r) => ({ status: r.status, type: r.headers.get('content-type') })), href);
     assert.equal(zip.status, 200);
     assert.match(zip.type || '', /zip/);
-    await screenshot(page, 'organiser-390x844');
     assert.deepEqual(problems, []);
   });
 });
