@@ -127,6 +127,18 @@ export class Gallery {
     this.emit();
   }
 
+  /**
+   * Hidden or deleted: the organiser and its uploader still see a hidden photo (marked so),
+   * everyone else no longer sees it at all.
+   */
+  async reread(id) {
+    try {
+      this.upsert(await api('GET', `/api/v1/uploads/${id}`));
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) this.remove(id);
+    }
+  }
+
   /** Re-reads an upload whose thumbnail is still being made, a few times with growing pauses. */
   watch(id, attempt = 0) {
     this.watching ??= new Set();
@@ -219,11 +231,14 @@ export class Gallery {
       }
     });
     source.addEventListener('removed', (e) => {
+      let id;
       try {
-        this.remove(JSON.parse(e.data).id);
+        id = JSON.parse(e.data).id;
       } catch (err) {
         console.warn('bad live event', err);
+        return;
       }
+      if (this.uploads.has(id)) this.reread(id);
     });
     source.onerror = () => {
       // A closed stream (404, 401) is not retried by the browser; an open one reconnects by itself.

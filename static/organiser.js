@@ -194,7 +194,10 @@ class Slideshow {
   next() {
     clearTimeout(this.timer);
     if (this.el.hidden) return;
+    const g = this.gallery();
     let u = this.fresh.shift();
+    // Hidden or deleted since it arrived: skip it.
+    while (u && g?.uploads.get(u.id)?.status !== 'ready') u = this.fresh.shift();
     if (!u) {
       const all = this.ready();
       if (all.length) {

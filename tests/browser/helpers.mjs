@@ -198,15 +198,15 @@ export function watchConsole(page) {
 
 /**
  * Writes `n` distinct JPEG photos (drawn and encoded by the browser) to a temporary folder
- * and returns their paths. `bytes` pads each file (JPEG comment segments) to about that size.
+ * and returns their paths. `noise` adds grain, which makes the files as large as a camera's.
  */
-export async function makePhotos(browser, n, { prefix = 'photo', width = 800, height = 600 } = {}) {
+export async function makePhotos(browser, n, { prefix = 'photo', width = 800, height = 600, noise = false } = {}) {
   const context = await browser.newContext();
   const page = await context.newPage();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'confetti-photos-'));
   const files = [];
   for (let i = 0; i < n; i += 1) {
-    const b64 = await page.evaluate(async ({ i, width, height, seed }) => {
+    const b64 = await page.evaluate(async ({ i, width, height, noise, seed }) => {
       const canvas = new OffscreenCanvas(width, height);
       const ctx = canvas.getContext('2d');
       const hue = (seed * 47 + i * 83) % 360;
@@ -221,6 +221,16 @@ export async function makePhotos(browser, n, { prefix = 'photo', width = 800, he
         ctx.arc((k * 97 + i * 31) % width, (k * 53 + i * 17) % height, 10 + ((k * 7) % 40), 0, Math.PI * 2);
         ctx.fill();
       }
+      if (noise) {
+        // Grain, as a phone camera has: JPEG cannot squeeze it, so the file is photo-sized.
+        const img = ctx.getImageData(0, 0, width, height);
+        for (let p = 0; p < img.data.length; p += 4) {
+          const r = (Math.random() * 60) | 0;
+          img.data[p] = Math.min(255, img.data[p] + r);
+          img.data[p + 1] = Math.min(255, img.data[p + 1] + r);
+        }
+        ctx.putImageData(img, 0, 0);
+      }
       ctx.fillStyle = 'white';
       ctx.font = `bold ${Math.round(height / 5)}px sans-serif`;
       ctx.fillText(String(i + 1), width / 2 - height / 10, height / 2 + height / 10);
@@ -229,7 +239,7 @@ export async function makePhotos(browser, n, { prefix = 'photo', width = 800, he
       let s = '';
       for (let j = 0; j < bytes.length; j += 1) s += String.fromCharCode(bytes[j]);
       return btoa(s);
-    }, { i, width, height, seed: files.length + prefix.length * 13 + Math.floor(Math.random() * 1000) });
+    }, { i, width, height, noise, seed: files.length + prefix.length * 13 + Math.floor(Math.random() * 1000) });
     const file = path.join(dir, `${prefix}-${i + 1}.jpg`);
     fs.writeFileSync(file, Buffer.from(b64, 'base64'));
     files.push(file);

@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixtures, onPhone, startServer, join, choose, waitForItems, screenshot, fileSize, backends, watchConsole } from './helpers.mjs';
+import { fixtures, onPhone, makePhotos, startServer, join, choose, waitForItems, screenshot, fileSize, backends, watchConsole } from './helpers.mjs';
 
 const f = fixtures({ server: false, photos: 3, photoOptions: { prefix: 'wedding' } });
 
@@ -60,3 +60,31 @@ for (const backend of backends()) {
     }
   });
 }
+
+test('a slow upload shows its progress bar moving', { timeout: 60_000 }, async () => {
+  const server = await startServer({ name: 'progress' });
+  try {
+    const event = await server.createEvent();
+    const [big] = await makePhotos(f.browser, 1, { prefix: 'slow', width: 2400, height: 1800, noise: true });
+    await onPhone(f.browser, { locale: 'en-US' }, async (page, context) => {
+      await join(page, event, 'Slow Wi-Fi');
+      const cdp = await context.newCDPSession(page);
+      await cdp.send('Network.enable');
+      // About 1 s for the photo: progress events arrive while it is on its way.
+      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 50, downloadThroughput: -1, uploadThroughput: Math.ceil(fileSize(big) / 1.5) });
+      await page.evaluate(() => {
+        window.__progress = [];
+        new MutationObserver(() => {
+          const bar = document.querySelector('[data-upload-state=uploading] progress');
+          if (bar && bar.hasAttribute('value')) window.__progress.push(bar.value);
+        }).observe(document.body, { subtree: true, attributes: true, attributeFilter: ['value'] });
+      });
+      await choose(page, [big]);
+      await waitForItems(page, 1, 'done');
+      const seen = await page.evaluate(() => window.__progress);
+      assert.ok(seen.some((v) => v > 0 && v < 1), `progress between 0 and 1 was shown: ${seen.join(', ')}`);
+    });
+  } finally {
+    await server.stop();
+  }
+});
