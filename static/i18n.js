@@ -48,7 +48,7 @@ const STRINGS = {
     empty: 'Noch keine Fotos – mach das erste!',
     empty_mine: 'Du hast noch keine Fotos hochgeladen.',
     by: 'von {name}',
-    processing: 'wird verarbeitet',
+    processing: 'in Arbeit',
     hidden: 'ausgeblendet',
     failed: 'fehlerhaft',
     like: 'Gefällt mir',

@@ -39,7 +39,8 @@ export function formatBytes(n, lang = 'en') {
   const units = ['B', 'KB', 'MB', 'GB', 'TB'];
   let i = 0;
   let v = Math.max(0, Number(n) || 0);
-  while (v >= 1024 && i < units.length - 1) {
+  // 1000 and over moves up a unit: "1 GB", never "1.024 MB".
+  while (v >= 1000 && i < units.length - 1) {
     v /= 1024;
     i += 1;
   }
