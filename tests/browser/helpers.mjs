@@ -287,6 +287,25 @@ export async function screenshot(page, name) {
   return file;
 }
 
+/**
+ * Polls `check` (async, in this process) until it returns something truthy, and returns that.
+ * Page-side predicates of `page.waitForFunction` must not be async: a promise is truthy.
+ */
+export async function eventually(check, { timeout = 15_000, interval = 200, what = 'a condition' } = {}) {
+  const deadline = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      last = await check();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+    await sleep(interval);
+  }
+}
+
 export function fileSize(file) {
   return fs.statSync(file).size;
 }

@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixtures, onPhone, phone, join, choose, waitForItems, screenshot, PASSWORD, watchConsole } from './helpers.mjs';
+import { fixtures, onPhone, phone, join, choose, waitForItems, screenshot, eventually, PASSWORD, watchConsole } from './helpers.mjs';
 
 const f = fixtures({ server: 'organiser', photos: 3, photoOptions: { width: 640, height: 480 } });
 
@@ -32,11 +32,12 @@ test('organiser: login, QR code, uploads closed and opened, quota, ZIP', { timeo
     await page.waitForFunction(() => document.querySelector('.settings .note').textContent.length > 0);
     assert.equal((await f.server.call('GET', `/api/v1/events/${event.slug}`)).body.uploads_open, false);
     await page.check('input[name=uploads_open]');
-    await page.waitForFunction(async (slug) => (await fetch(`/api/v1/events/${slug}`).then((r) => r.json())).uploads_open === true, event.slug);
+    const eventNow = async () => (await f.server.call('GET', `/api/v1/events/${event.slug}`, { token: event.organiserToken })).body;
+    await eventually(async () => (await eventNow()).uploads_open === true, { what: 'uploads open again' });
 
     await page.fill('input[name=guest_quota_mb]', '250');
     await page.click('.quota-form button[type=submit]');
-    await page.waitForFunction(async (slug) => (await fetch(`/api/v1/events/${slug}`).then((r) => r.json())).guest_quota_bytes === 250 * 1024 * 1024, event.slug);
+    await eventually(async () => (await eventNow()).guest_quota_bytes === 250 * 1024 * 1024, { what: 'the new quota' });
 
     await screenshot(page, 'organiser-390x844');
     const href = await page.getAttribute('a[data-action=download]', 'href');
@@ -70,15 +71,15 @@ test('organiser: the live slideshow shows a guest’s new photo; hide and delete
     // A photo that arrives now is shown next, fed by the live stream.
     await choose(guest, [f.photos[1]]);
     await waitForItems(guest, 2, 'done');
+    // Once the server has made its preview, the live stream brings it to the screen.
+    const newest = await eventually(async () => (await f.server.uploads(event)).find((u) => u.filename === 'organiser-2.jpg' && u.status === 'ready'), { timeout: 30_000, what: 'the new photo ready' });
     await page.waitForFunction(
-      async (slug) => {
+      (id) => {
         const img = document.querySelector('[data-testid=slideshow] img');
-        if (!img?.dataset.uploadId) return false;
-        const list = await fetch(`/api/v1/events/${slug}/uploads?limit=1`).then((r) => r.json());
-        return list.items[0]?.id === img.dataset.uploadId && img.naturalWidth > 0;
+        return img?.dataset.uploadId === id && img.complete && img.naturalWidth > 0;
       },
-      event.slug,
-      { timeout: 30_000, polling: 500 },
+      newest.id,
+      { timeout: 15_000 },
     );
     await screenshot(page, 'slideshow-1280x800');
     await page.keyboard.press('Escape');

@@ -39,9 +39,12 @@ for (const backend of backends()) {
         await page.waitForFunction((total) => Number(document.querySelector('[data-testid=quota]').dataset.usedBytes) === total, total, { timeout: 10_000 });
         assert.match(await page.textContent('[data-testid=quota]'), /von/, 'quota in German');
 
-        // Thumbnails, when the server makes them.
-        const srcs = await page.$$eval('[data-testid=gallery] .tile img', (imgs) => imgs.map((i) => i.getAttribute('src')));
-        console.log('gallery image URLs:', srcs.join(' '));
+        // The thumbnails replace the originals as soon as the server has made them.
+        await page.waitForFunction(
+          () => [...document.querySelectorAll('[data-testid=gallery] .tile img')].every((img) => /\/thumb$/.test(img.getAttribute('src')) && img.complete && img.naturalWidth > 0),
+          null,
+          { timeout: 20_000 },
+        );
 
         if (backend === 'sqlite') {
           await page.evaluate(() => window.scrollTo(0, 0));
