@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixtures, onPhone, join, choose, waitForItems, watchConsole, sleep } from './helpers.mjs';
+import { fixtures, onPhone, screenshot, join, choose, waitForItems, watchConsole, sleep } from './helpers.mjs';
 
 const f = fixtures({ server: 'gallery', photos: 2, photoOptions: { width: 400, height: 300 } });
 
@@ -31,6 +31,7 @@ test('a comment containing <script> is shown as text; likes count', { timeout: 6
     assert.equal(await dialog.locator('.comments script, .comments b').count(), 0, 'no element made from it');
     assert.equal(await page.evaluate(() => window.__pwned), undefined);
     assert.match(await dialog.locator('.who').textContent(), /<img src=x/, 'the display name, as text');
+    await screenshot(page, 'lightbox-comment-390x844');
 
     // After a reload the like and the comment are still there (they are the server's).
     await page.reload();
