@@ -119,9 +119,15 @@ fn run(
 
     let started = Instant::now();
     let (width, height) = fit(decoded.width, decoded.height, PREVIEW_MAX_EDGE);
-    let preview = orient(resize(decoded, width, height)?, orientation);
+    let preview =
+        if (width, height) == (decoded.width, decoded.height) { decoded } else { resize(&decoded, width, height)? };
+    let preview = orient(preview, orientation);
     let (width, height) = fit(preview.width, preview.height, THUMB_EDGE);
-    let thumb = resize(preview.clone(), width, height)?;
+    let thumb = if (width, height) == (preview.width, preview.height) {
+        preview.clone()
+    } else {
+        resize(&preview, width, height)?
+    };
     timings.resize = started.elapsed();
 
     let started = Instant::now();
@@ -185,8 +191,9 @@ fn decode_jpeg(bytes: &[u8], max_pixels: u64, min_edge: Option<u32>) -> Result<P
     let raw = decoder.decode().map_err(undecodable)?;
     let (buf, channels) = match info.pixel_format {
         PixelFormat::L8 => (raw, 1),
-        // 12- and 16-bit (lossless) JPEGs come as native-endian u16: keep the high byte.
-        PixelFormat::L16 => (raw.chunks_exact(2).map(|b| (u16::from_ne_bytes([b[0], b[1]]) >> 8) as u8).collect(), 1),
+        // Lossless JPEGs of 9–16 bits come from medical and lab equipment, not from cameras;
+        // the decoder does not say their precision, so no honest 8-bit picture can be made.
+        PixelFormat::L16 => return Err(undecodable("lossless JPEGs of more than 8 bits are not supported")),
         PixelFormat::RGB24 => (raw, 3),
         // The decoder hands out plain CMYK (Adobe's inverted storage already undone).
         PixelFormat::CMYK32 => (
@@ -256,10 +263,7 @@ fn fit(width: u32, height: u32, edge: u32) -> (u32, u32) {
 
 /// Lanczos3 for both sizes: the sharpest of the usual filters when shrinking, and at these
 /// sizes its cost is small next to the decode (see `examples/bench_derive.rs`).
-fn resize(src: Pixels, width: u32, height: u32) -> Result<Pixels, DeriveError> {
-    if (width, height) == (src.width, src.height) {
-        return Ok(src);
-    }
+fn resize(src: &Pixels, width: u32, height: u32) -> Result<Pixels, DeriveError> {
     let internal = |e: &dyn std::fmt::Display| DeriveError::Internal(format!("resize: {e}"));
     let from = ImageRef::new(src.width, src.height, &src.buf, src.pixel_type()).map_err(|e| internal(&e))?;
     let mut to = Image::new(width, height, src.pixel_type());
