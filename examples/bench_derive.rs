@@ -1,0 +1,250 @@
+//! Derivative benchmark: our thumb + preview of a 12 MP JPEG against `vipsthumbnail` making the
+//! same two sizes from the same file. A harness that prints figures, not a test.
+//!
+//! ```text
+//! apt-get install libvips-tools
+//! cargo run --release --example bench_derive -- [--rounds 15] [--input photo.jpg] [--keep]
+//! ```
+//!
+//! * Whole jobs, alternating round by round: this binary again as a child
+//!   (`bench_derive --one FILE OUTDIR`: read, derive both, write both, print its own peak RSS),
+//!   wall time measured here; and `vipsthumbnail -s 400` then `-s 2048` on the same file,
+//!   wall time of both together. Same JPEG qualities on both sides, metadata stripped.
+//! * In process: where the time of one derive goes (decode / resize / encode), with the
+//!   DCT-scaled decode and with a full decode, so the gain of shrink-on-load shows.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use confetti::media::ImageFormat;
+use confetti::media::derive::{Decode, Timings, derive, derive_timed};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--one") {
+        let (Some(file), Some(out)) = (args.get(2), args.get(3)) else { bail!("usage: --one FILE OUTDIR") };
+        return one(Path::new(file), Path::new(out));
+    }
+    let mut rounds = 15;
+    let mut input = None;
+    let mut keep = false;
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--rounds" => rounds = rest.next().context("--rounds N")?.parse()?,
+            "--input" => input = Some(PathBuf::from(rest.next().context("--input FILE")?)),
+            "--keep" => keep = true,
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    ensure!(rounds > 0, "--rounds must be at least 1");
+    bench(rounds, input, keep)
+}
+
+/// The child: one whole derivative job, as the worker does it.
+fn one(file: &Path, out: &Path) -> Result<()> {
+    let original = std::fs::read(file)?;
+    let d = derive(&original, ImageFormat::Jpeg, 1)?;
+    std::fs::write(out.join("preview.jpg"), &d.preview.bytes)?;
+    std::fs::write(out.join("thumb.jpg"), &d.thumb.bytes)?;
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).context("no VmHWM")?;
+    println!(
+        "{} {}x{} {}x{}",
+        hwm.trim().trim_end_matches("kB").trim(),
+        d.preview.width,
+        d.preview.height,
+        d.thumb.width,
+        d.thumb.height
+    );
+    Ok(())
+}
+
+fn bench(rounds: usize, input: Option<PathBuf>, keep: bool) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    if keep {
+        println!("keeping the original and the outputs in {}", dir.path().display());
+    }
+    let file = match input {
+        Some(path) => path,
+        None => {
+            let started = Instant::now();
+            let bytes = photo_like_jpeg(4000, 3000)?;
+            let path = dir.path().join("photo.jpg");
+            std::fs::write(&path, &bytes)?;
+            println!("original: generated 4000x3000 JPEG, quality 90, in {:.1} s", started.elapsed().as_secs_f64());
+            path
+        }
+    };
+    let original = std::fs::read(&file)?;
+    println!("original: {} ({} bytes, {:.2} MB)", file.display(), original.len(), original.len() as f64 / 1e6);
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")?;
+    let model =
+        cpu.lines().find_map(|l| l.strip_prefix("model name")).unwrap_or(": ?").trim_start_matches([' ', '\t', ':']);
+    let vips = Command::new("vipsthumbnail")
+        .arg("--version")
+        .output()
+        .context("vipsthumbnail (apt-get install libvips-tools)")?;
+    println!(
+        "machine: {} cores, {model}; {}; rounds: {rounds}",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        String::from_utf8_lossy(&vips.stdout).trim()
+    );
+
+    let (ours_dir, vips_dir) = (dir.path().join("ours"), dir.path().join("vips"));
+    std::fs::create_dir_all(&ours_dir)?;
+    std::fs::create_dir_all(&vips_dir)?;
+    let exe = std::env::current_exe()?;
+    let ours = || -> Result<(Duration, u64, String)> {
+        let started = Instant::now();
+        let output = Command::new(&exe).arg("--one").arg(&file).arg(&ours_dir).output()?;
+        let wall = started.elapsed();
+        ensure!(output.status.success(), "child failed: {}", String::from_utf8_lossy(&output.stderr));
+        let line = String::from_utf8(output.stdout)?;
+        let (hwm, sizes) = line.trim().split_once(' ').context("child output")?;
+        Ok((wall, hwm.parse()?, sizes.to_owned()))
+    };
+    let vips = || -> Result<Duration> {
+        let started = Instant::now();
+        for (size, name, quality) in [(400, "thumb", 78), (2048, "preview", 82)] {
+            let status = Command::new("vipsthumbnail")
+                .arg(&file)
+                .args(["-s", &size.to_string(), "-o"])
+                .arg(vips_dir.join(format!("{name}.jpg[Q={quality},strip]")))
+                .status()?;
+            ensure!(status.success(), "vipsthumbnail failed");
+        }
+        Ok(started.elapsed())
+    };
+
+    // One warm-up each (page cache, dynamic loading), then alternate so drift hits both alike.
+    let (_, _, sizes) = ours()?;
+    vips()?;
+    let (mut ours_wall, mut ours_rss, mut vips_wall) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (wall, hwm, _) = ours()?;
+        ours_wall.push(wall);
+        ours_rss.push(hwm);
+        vips_wall.push(vips()?);
+    }
+    ours_wall.sort();
+    ours_rss.sort();
+    vips_wall.sort();
+    let (ours_med, vips_med) = (ours_wall[rounds / 2], vips_wall[rounds / 2]);
+    println!("\nwhole job (process start to exit, read + decode + both sizes + write), {rounds} rounds:");
+    println!(
+        "  ours   median {:7.1} ms   p90 {:7.1} ms   (preview and thumb: {sizes})",
+        ms(ours_med),
+        ms(p90(&ours_wall))
+    );
+    println!(
+        "  vips   median {:7.1} ms   p90 {:7.1} ms   (vipsthumbnail -s 400 + -s 2048)",
+        ms(vips_med),
+        ms(p90(&vips_wall))
+    );
+    println!("  ratio ours/vips (medians): {:.2}", ms(ours_med) / ms(vips_med));
+    println!(
+        "  our peak RSS per job (VmHWM): median {:.1} MiB, max {:.1} MiB",
+        ours_rss[rounds / 2] as f64 / 1024.0,
+        ours_rss[rounds - 1] as f64 / 1024.0
+    );
+    println!("\noutput files:");
+    for (who, dir) in [("ours", &ours_dir), ("vips", &vips_dir)] {
+        for name in ["preview", "thumb"] {
+            let path = dir.join(format!("{name}.jpg"));
+            let bytes = std::fs::read(&path)?;
+            let (w, h) = jpeg_size(&bytes)?;
+            println!("  {who:4} {name:7} {w:4}x{h:<4} {:8} bytes", bytes.len());
+        }
+    }
+
+    println!("\nin process, median of {rounds} (decode / resize+orient / encode / total):");
+    for (label, decode) in [("shrink-on-load", Decode::ShrinkOnLoad), ("full decode   ", Decode::Full)] {
+        let mut all: Vec<Timings> = Vec::new();
+        derive_timed(&original, ImageFormat::Jpeg, 1, decode)?;
+        for _ in 0..rounds {
+            all.push(derive_timed(&original, ImageFormat::Jpeg, 1, decode)?.1);
+        }
+        let median = |f: fn(&Timings) -> Duration| {
+            let mut v: Vec<Duration> = all.iter().map(f).collect();
+            v.sort();
+            ms(v[rounds / 2])
+        };
+        println!(
+            "  {label}  {:6.1} / {:6.1} / {:6.1} / {:6.1} ms",
+            median(|t| t.decode),
+            median(|t| t.resize),
+            median(|t| t.encode),
+            median(|t| t.decode + t.resize + t.encode)
+        );
+    }
+    if keep {
+        let _ = dir.keep();
+    }
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn p90(sorted: &[Duration]) -> Duration {
+    sorted[(sorted.len() * 9).div_ceil(10) - 1]
+}
+
+/// Width and height from a JPEG's frame header.
+fn jpeg_size(bytes: &[u8]) -> Result<(u16, u16)> {
+    let mut pos = 2;
+    while let Some(&[0xFF, marker, hi, lo]) = bytes.get(pos..pos + 4) {
+        if matches!(marker, 0xC0..=0xC2) {
+            let b = bytes.get(pos + 5..pos + 9).context("short frame header")?;
+            return Ok((u16::from_be_bytes([b[2], b[3]]), u16::from_be_bytes([b[0], b[1]])));
+        }
+        pos += 2 + usize::from(u16::from_be_bytes([hi, lo]));
+    }
+    bail!("no frame header")
+}
+
+/// Something a camera could have taken: a sky-like vertical gradient, soft large shapes,
+/// mid-scale texture (value noise, as foliage or fabric) and fine sensor grain.
+fn photo_like_jpeg(width: u32, height: u32) -> Result<Vec<u8>> {
+    // Noise as a hash of the coordinates: the same picture on every run and machine.
+    let noise = |x: u32, y: u32, salt: u32| {
+        let mut h = x.wrapping_mul(0x8DA6_B343) ^ y.wrapping_mul(0xD816_3841) ^ salt.wrapping_mul(0xCB1A_B31F);
+        h ^= h >> 15;
+        h = h.wrapping_mul(0x2C1B_3C6D);
+        h ^= h >> 12;
+        (h & 0xFFFF) as f32 / 65535.0 * 2.0 - 1.0
+    };
+    // Random values every CELL pixels, interpolated bilinearly: texture.
+    const CELL: u32 = 6;
+    let texture = |x: u32, y: u32| {
+        let (gx, gy) = (x / CELL, y / CELL);
+        let (fx, fy) = ((x % CELL) as f32 / CELL as f32, (y % CELL) as f32 / CELL as f32);
+        let top = noise(gx, gy, 1) * (1.0 - fx) + noise(gx + 1, gy, 1) * fx;
+        let bottom = noise(gx, gy + 1, 1) * (1.0 - fx) + noise(gx + 1, gy + 1, 1) * fx;
+        top * (1.0 - fy) + bottom * fy
+    };
+    let mut pixels = Vec::with_capacity((width * height * 3) as usize);
+    for y in 0..height {
+        let v = y as f32 / height as f32;
+        for x in 0..width {
+            let u = x as f32 / width as f32;
+            let shapes = 40.0 * (u * 5.0).sin() * (v * 3.5 + u).cos() + 25.0 * ((u - 0.6).hypot(v - 0.4) * 18.0).sin();
+            // Texture grows toward the bottom (ground), the sky stays smooth.
+            let t = texture(x, y) * 70.0 * (0.3 + 0.7 * v * v);
+            let grain = noise(x, y, 2) * 7.0;
+            let base = [90.0 + 120.0 * (1.0 - v), 120.0 + 60.0 * (1.0 - v), 200.0 - 130.0 * v];
+            for (c, b) in base.into_iter().enumerate() {
+                let tint = [1.0, 0.8, 0.6][c];
+                pixels.push((b + shapes * tint + t + grain).round().clamp(0.0, 255.0) as u8);
+            }
+        }
+    }
+    let image = image::RgbImage::from_raw(width, height, pixels).context("pixel buffer size")?;
+    let mut out = Vec::new();
+    image.write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90))?;
+    Ok(out)
+}
