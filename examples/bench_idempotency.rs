@@ -53,6 +53,8 @@ async fn run(backend: &str, database_url: Option<String>, samples: usize) -> any
         no_demo: true,
         idempotency_lease_s: 30,
         idempotency_retention_s: 86_400,
+        derivative_workers: None,
+        derivative_lease_s: 120,
         shutdown_grace_s: 5,
     };
     let state = AppState::open(&args, ADMIN.into()).await?;

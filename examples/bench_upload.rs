@@ -656,6 +656,8 @@ impl Server {
             .arg(&data)
             .env("CONFETTI_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("CONFETTI_PUBLIC_URL", format!("http://{addr}"))
+            // Ingest alone, as the bare handler does: derivatives are measured on their own.
+            .env("CONFETTI_DERIVATIVE_WORKERS", "0")
             .env_remove("DATABASE_URL")
             .env_remove("CONFETTI_STORAGE")
             .env_remove("CONFETTI_DATA_DIR")

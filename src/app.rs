@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::MatchedPath;
@@ -18,6 +19,8 @@ use crate::blocking::Blocking;
 use crate::config::ServeArgs;
 use crate::db::Db;
 use crate::error::ApiError;
+use crate::jobs::derivatives::DerivativeQueue;
+use crate::live::LiveHub;
 use crate::throttle::LoginThrottle;
 
 /// Limits and addresses every request may need.
@@ -32,6 +35,8 @@ pub struct Settings {
     pub secure_cookies: bool,
     pub idempotency_lease_s: u64,
     pub idempotency_retention_s: u64,
+    /// Derivative workers on this instance.
+    pub derivative_workers: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -43,6 +48,8 @@ pub struct AppState {
     pub admin_token: Arc<str>,
     pub login_throttle: Arc<LoginThrottle>,
     pub idempotency_metrics: Arc<crate::idempotency::Metrics>,
+    pub derivatives: Arc<DerivativeQueue>,
+    pub live: Arc<LiveHub>,
 }
 
 impl AppState {
@@ -51,11 +58,14 @@ impl AppState {
         let db = Db::connect(args.site.database_url.as_deref(), &args.site.data_dir).await?;
         let blobs = BlobStore::open(args.storage.as_deref(), &args.site.data_dir)?;
         let public_url = crate::bootstrap::public_url(args.site.public_url.as_deref(), args.bind);
+        let blocking = Blocking::new();
         Ok(Self {
             db,
             blobs,
-            blocking: Blocking::new(),
+            derivatives: Arc::new(DerivativeQueue::new(Duration::from_secs(args.derivative_lease_s))),
+            live: Arc::new(LiveHub::default()),
             settings: Arc::new(Settings {
+                derivative_workers: args.derivative_workers.unwrap_or(blocking.media_permits()),
                 secure_cookies: public_url.starts_with("https://"),
                 public_url,
                 max_upload_bytes: args.max_upload_bytes,
@@ -64,6 +74,7 @@ impl AppState {
                 idempotency_lease_s: args.idempotency_lease_s,
                 idempotency_retention_s: args.idempotency_retention_s,
             }),
+            blocking,
             admin_token: admin_token.into(),
             login_throttle: Arc::new(LoginThrottle::default()),
             idempotency_metrics: Arc::default(),
@@ -100,7 +111,16 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     crate::jobs::orphans::spawn_sweep(state.clone());
     crate::jobs::idempotency_keys::spawn_sweep(state.clone());
+    crate::jobs::live_feed::spawn_sweep(state.clone());
+    crate::jobs::derivatives::spawn_workers(state.clone(), state.settings.derivative_workers);
+    let live = Arc::clone(&state.live);
+    let db = state.db.clone();
+    tokio::spawn(async move { live.run(db).await });
+    let live = Arc::clone(&state.live);
     axum::serve(listener, router(state).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            live.close();
+        })
         .await
 }

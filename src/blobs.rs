@@ -21,7 +21,19 @@ pub enum BlobKey {
     /// An upload being received; named by the upload id it will get if it commits.
     Temp(Uuid),
     /// The photo as the guest sent it.
-    Original { event_id: Uuid, upload_id: Uuid },
+    Original {
+        event_id: Uuid,
+        upload_id: Uuid,
+    },
+    /// Derivatives, made after the commit: JPEG, upright, without any metadata.
+    Thumb {
+        event_id: Uuid,
+        upload_id: Uuid,
+    },
+    Preview {
+        event_id: Uuid,
+        upload_id: Uuid,
+    },
 }
 
 const TEMP_DIR: &str = "tmp";
@@ -31,6 +43,12 @@ impl BlobKey {
         match self {
             BlobKey::Temp(id) => Path::from(format!("{TEMP_DIR}/{id}")),
             BlobKey::Original { event_id, upload_id } => Path::from(format!("originals/{event_id}/{upload_id}")),
+            BlobKey::Thumb { event_id, upload_id } => {
+                Path::from(format!("derivatives/{event_id}/{upload_id}/thumb.jpg"))
+            }
+            BlobKey::Preview { event_id, upload_id } => {
+                Path::from(format!("derivatives/{event_id}/{upload_id}/preview.jpg"))
+            }
         }
     }
 }
@@ -77,6 +95,16 @@ impl BlobStore {
     pub async fn writer(&self, key: BlobKey) -> object_store::Result<BlobWriter> {
         let upload = self.store.put_multipart(&key.path()).await?;
         Ok(BlobWriter { inner: WriteMultipart::new_with_chunk_size(upload, self.part_size) })
+    }
+
+    /// Writes a small blob in one piece (derivatives), replacing what was there.
+    pub async fn put(&self, key: BlobKey, bytes: Bytes) -> object_store::Result<()> {
+        self.store.put(&key.path(), bytes.into()).await.map(|_| ())
+    }
+
+    /// Reads a whole blob (derivative work reads the original it decodes).
+    pub async fn get_all(&self, key: BlobKey) -> object_store::Result<Bytes> {
+        self.store.get(&key.path()).await?.bytes().await
     }
 
     /// Moves a blob to its final key (a rename on disk, copy + delete on S3).

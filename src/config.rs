@@ -62,6 +62,16 @@ pub struct ServeArgs {
     #[arg(long, env = "CONFETTI_IDEMPOTENCY_RETENTION_S", default_value_t = 24 * 60 * 60)]
     pub idempotency_retention_s: u64,
 
+    /// Workers making thumbnails and previews on this instance. Default: cores − 1 (at least
+    /// one). 0 leaves the work to other instances sharing the database.
+    #[arg(long, env = "CONFETTI_DERIVATIVE_WORKERS")]
+    pub derivative_workers: Option<usize>,
+
+    /// Seconds a worker holds a derivative job before another may take it over (the holder is
+    /// presumed dead).
+    #[arg(long, env = "CONFETTI_DERIVATIVE_LEASE_S", default_value_t = 120)]
+    pub derivative_lease_s: u64,
+
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, env = "CONFETTI_SHUTDOWN_GRACE_S", default_value_t = 30)]
     pub shutdown_grace_s: u64,

@@ -57,6 +57,8 @@ pub enum ApiError {
     #[error("{0}")]
     InvalidCaption(String),
     #[error("{0}")]
+    InvalidComment(String),
+    #[error("{0}")]
     InvalidRequest(String),
     #[error("{0}")]
     InvalidCursor(String),
@@ -86,9 +88,11 @@ impl ApiError {
             EventNotFound | NotFound => StatusCode::NOT_FOUND,
             UploadDeleted => StatusCode::GONE,
             ClientUploadIdConflict => StatusCode::CONFLICT,
-            ClientUploadIdReused(_) | WeakPassword(_) | InvalidDisplayName(_) | InvalidCaption(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            ClientUploadIdReused(_)
+            | WeakPassword(_)
+            | InvalidDisplayName(_)
+            | InvalidCaption(_)
+            | InvalidComment(_) => StatusCode::UNPROCESSABLE_ENTITY,
             InvalidMultipart(_)
             | MissingFile
             | InvalidClientUploadId
@@ -134,6 +138,7 @@ impl ApiError {
             WeakPassword(_) => "weak_password",
             InvalidDisplayName(_) => "invalid_display_name",
             InvalidCaption(_) => "invalid_caption",
+            InvalidComment(_) => "invalid_comment",
             InvalidRequest(_) => "invalid_request",
             InvalidCursor(_) => "invalid_cursor",
             RangeNotSatisfiable { .. } => "range_not_satisfiable",

@@ -251,6 +251,7 @@ impl UploadSession {
             received.guard.delete_now().await;
             return Err(self.quota_exceeded().await);
         }
+        tx.queue_derivatives(id).await?;
         tx.commit().await?;
 
         // Committed: from here on the blob belongs to the row. If the move fails (or the
@@ -260,20 +261,24 @@ impl UploadSession {
         if let Err(e) = self.state.blobs.rename(BlobKey::Temp(id), original).await {
             tracing::error!(error = %e, upload_id = %id, "could not move a committed upload to its final key");
         }
+        self.state.derivatives.wake();
         tracing::info!(upload_id = %id, guest_id = %self.guest.id, bytes = new.bytes, "upload stored");
-        let row = db.upload_by_id(id).await?.ok_or_else(|| anyhow::anyhow!("upload {id} vanished after commit"))?;
+        let row = db
+            .upload_by_id(id, Some(self.guest.id))
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("upload {id} vanished after commit"))?;
         Ok(Ingested::Created(row))
     }
 
     /// Looks up the upload `key` names and decides what it means for this guest.
     async fn resolve(&mut self, key: ClientUploadId) -> ApiResult<Option<UploadRow>> {
         self.key_resolved = true;
-        classify(&self.guest, self.state.db.upload_by_client_id(key.uuid()).await?)
+        classify(&self.guest, self.state.db.upload_by_client_id(key.uuid(), Some(self.guest.id)).await?)
     }
 
     /// After losing the insert: the winner has committed, so the row is there.
     async fn resolve_committed(&self, key: ClientUploadId) -> ApiResult<UploadRow> {
-        classify(&self.guest, self.state.db.upload_by_client_id(key.uuid()).await?)?
+        classify(&self.guest, self.state.db.upload_by_client_id(key.uuid(), Some(self.guest.id)).await?)?
             .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("the upload that won key {} is gone", key.uuid())))
     }
 

@@ -30,6 +30,8 @@ pub mod idempotency;
 pub mod ingest;
 /// Background sweeps that bring storage back in line after a crash.
 pub mod jobs;
+/// Live news for slideshows, fanned out from the database's live feed.
+pub mod live;
 /// Image probing (and, later, derivatives): synchronous code for the blocking pool.
 pub mod media;
 /// Organiser login throttling.

@@ -26,9 +26,18 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("post", "/api/v1/events/{slug}/uploads"),
     ("get", "/api/v1/events/{slug}/uploads"),
     ("get", "/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}"),
+    ("get", "/api/v1/events/{slug}/export.zip"),
+    ("get", "/api/v1/events/{slug}/live"),
     ("get", "/api/v1/uploads/{id}"),
+    ("patch", "/api/v1/uploads/{id}"),
     ("delete", "/api/v1/uploads/{id}"),
+    ("put", "/api/v1/uploads/{id}/like"),
+    ("delete", "/api/v1/uploads/{id}/like"),
+    ("get", "/api/v1/uploads/{id}/comments"),
+    ("post", "/api/v1/uploads/{id}/comments"),
     ("get", "/api/v1/uploads/{id}/original"),
+    ("get", "/api/v1/uploads/{id}/thumb"),
+    ("get", "/api/v1/uploads/{id}/preview"),
 ];
 
 /// Error responses that are not problem+json (none: every error is).
@@ -40,11 +49,31 @@ const KEYED_WRITES: &[(&str, &str, &str)] = &[
     ("post", "/api/v1/events", "201"),
     ("patch", "/api/v1/events/{slug}", "200"),
     ("delete", "/api/v1/uploads/{id}", "204"),
+    ("patch", "/api/v1/uploads/{id}", "200"),
+    ("delete", "/api/v1/uploads/{id}/like", "200"),
+    ("post", "/api/v1/uploads/{id}/comments", "201"),
 ];
 
-/// Writes that ignore `Idempotency-Key`: no principal to scope a key to.
-const UNKEYED_WRITES: &[(&str, &str)] =
-    &[("post", "/api/v1/events/{slug}/guests"), ("post", "/api/v1/events/{slug}/organiser-sessions")];
+/// Writes that ignore `Idempotency-Key`: joining and organiser login have no principal to
+/// scope a key to; a PUT is idempotent by its method (the layer handles only POST, PATCH
+/// and DELETE).
+const UNKEYED_WRITES: &[(&str, &str)] = &[
+    ("post", "/api/v1/events/{slug}/guests"),
+    ("post", "/api/v1/events/{slug}/organiser-sessions"),
+    ("put", "/api/v1/uploads/{id}/like"),
+];
+
+/// The write with its own key (a UUID `client_upload_id` / `Idempotency-Key`), see
+/// `the_upload_form_has_its_parts_in_order`.
+const UPLOAD: (&str, &str) = ("post", "/api/v1/events/{slug}/uploads");
+
+/// Answers that are not JSON, with their media type.
+const NON_JSON_ANSWERS: &[(&str, &str, &str, &str)] = &[
+    ("get", "/api/v1/uploads/{id}/thumb", "200", "image/jpeg"),
+    ("get", "/api/v1/uploads/{id}/preview", "200", "image/jpeg"),
+    ("get", "/api/v1/events/{slug}/export.zip", "200", "application/zip"),
+    ("get", "/api/v1/events/{slug}/live", "200", "text/event-stream"),
+];
 
 const PROBLEM_REF: &str = "#/components/schemas/Problem";
 
@@ -390,4 +419,86 @@ fn the_keyed_writes_document_their_idempotency_key() {
     let keys: BTreeSet<&str> =
         idempotency["required"].as_array().expect("idempotency.required").iter().filter_map(Value::as_str).collect();
     assert_eq!(keys, BTreeSet::from(["retention_s", "lease_s"]));
+}
+
+#[test]
+fn every_write_is_keyed_or_says_why_not() {
+    let doc = document();
+    let keyed: BTreeSet<(&str, &str)> = KEYED_WRITES.iter().map(|(m, p, _)| (*m, *p)).collect();
+    let unkeyed: BTreeSet<(&str, &str)> = UNKEYED_WRITES.iter().copied().collect();
+    for (method, path, _) in operations(&doc) {
+        let write = (method.as_str(), path.as_str());
+        if !["post", "put", "patch", "delete"].contains(&write.0) || write == UPLOAD {
+            continue;
+        }
+        assert!(
+            keyed.contains(&write) != unkeyed.contains(&write),
+            "{method} {path}: a write is in exactly one of KEYED_WRITES and UNKEYED_WRITES"
+        );
+        // src/idempotency.rs claims keys on POST, PATCH and DELETE only.
+        assert!(write.0 != "put" || unkeyed.contains(&write), "{method} {path}: a PUT is never keyed");
+    }
+}
+
+/// The property names of a schema (following a `$ref`).
+fn property_names<'a>(doc: &'a Value, schema: &'a Value) -> BTreeSet<&'a str> {
+    deref(doc, schema)["properties"].as_object().expect("properties").keys().map(String::as_str).collect()
+}
+
+#[test]
+fn likes_and_comments_are_the_ones_of_api_md() {
+    let doc = document();
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(property_names(&doc, &schemas["LikeState"]), BTreeSet::from(["likes", "liked_by_me"]));
+    let comment = &schemas["Comment"];
+    assert_eq!(property_names(&doc, comment), BTreeSet::from(["id", "guest", "text", "created_at"]));
+    assert_eq!(property_names(&doc, &comment["properties"]["guest"]), BTreeSet::from(["id", "display_name"]));
+    assert_eq!(property_names(&doc, &schemas["CommentList"]), BTreeSet::from(["items"]));
+
+    let answer = |method: &str, path: &str, status: &str| {
+        doc["paths"][path][method]["responses"][status]["content"]["application/json"]["schema"]["$ref"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{method} {path} {status}: a JSON schema reference"))
+            .to_owned()
+    };
+    let like = "/api/v1/uploads/{id}/like";
+    let comments = "/api/v1/uploads/{id}/comments";
+    assert_eq!(answer("put", like, "200"), "#/components/schemas/LikeState");
+    assert_eq!(answer("delete", like, "200"), "#/components/schemas/LikeState");
+    assert_eq!(answer("post", comments, "201"), "#/components/schemas/Comment");
+    assert_eq!(answer("get", comments, "200"), "#/components/schemas/CommentList");
+    assert_eq!(answer("patch", "/api/v1/uploads/{id}", "200"), "#/components/schemas/Upload");
+    let post = &doc["paths"][comments]["post"];
+    assert!(response_codes(&doc, post, "422").contains("invalid_comment"), "post {comments} 422: invalid_comment");
+    for (method, path) in [("put", like), ("delete", like), ("post", comments)] {
+        assert!(
+            response_codes(&doc, &doc["paths"][path][method], "403").contains("forbidden"),
+            "{method} {path} 403: an organiser is refused with `forbidden`"
+        );
+    }
+}
+
+#[test]
+fn the_non_json_answers_say_their_media_type() {
+    let doc = document();
+    for (method, path, status, media_type) in NON_JSON_ANSWERS {
+        let response = deref(&doc, &doc["paths"][*path][*method]["responses"][*status]);
+        let content = response["content"].as_object().unwrap_or_else(|| panic!("{method} {path} {status}: content"));
+        assert_eq!(
+            content.keys().map(String::as_str).collect::<Vec<_>>(),
+            vec![*media_type],
+            "{method} {path} {status}: answered as {media_type} only"
+        );
+    }
+    for kind in ["thumb", "preview"] {
+        let path = format!("/api/v1/uploads/{{id}}/{kind}");
+        let responses = &doc["paths"][path.as_str()]["get"]["responses"];
+        assert!(responses["304"].is_object(), "get {path}: If-None-Match gives 304");
+        assert!(responses["200"]["headers"]["ETag"].is_object(), "get {path} 200: ETag");
+        assert!(responses["200"]["headers"]["Cache-Control"].is_object(), "get {path} 200: Cache-Control");
+        assert!(
+            response_codes(&doc, &doc["paths"][path.as_str()]["get"], "404").contains("not_found"),
+            "get {path} 404"
+        );
+    }
 }

@@ -59,7 +59,8 @@ async fn sequential_retries_replay_the_first_answer(backend: Backend) {
     assert_eq!(first["bytes"], photo.len());
     assert_eq!(first["width"], 64);
     assert_eq!(first["content_type"], "image/jpeg");
-    assert_eq!(first["status"], "processing");
+    // Live state: the derivative worker may already have finished a photo this small.
+    assert!(first["status"] == "processing" || first["status"] == "ready", "{first}");
 
     for _ in 0..2 {
         let again = app.upload(&guest, &photo, Some(key)).await;

@@ -7,9 +7,13 @@
 //! at that one place. Each backend has its own migrations under `migrations/`.
 //! Expected conflicts come back as values (`Option`, `bool`), never as errors.
 
+pub mod comments;
+pub mod derivatives;
 pub mod events;
 pub mod guests;
 pub mod idempotency;
+pub mod likes;
+pub mod live;
 pub mod uploads;
 
 use std::path::Path;
@@ -115,6 +119,11 @@ impl Db {
             Db::Sqlite(_) => "sqlite",
             Db::Postgres(_) => "postgres",
         }
+    }
+
+    /// True once `close` was called: background work stops.
+    pub fn is_closed(&self) -> bool {
+        on_db!(self, pool => pool.is_closed())
     }
 
     pub async fn close(&self) {

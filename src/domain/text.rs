@@ -79,6 +79,30 @@ impl Caption {
     }
 }
 
+/// A comment on a photo: 1–1000 characters after trimming.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommentText(String);
+
+impl CommentText {
+    pub const MAX_CHARS: usize = 1000;
+
+    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+        let text = raw.trim();
+        match text.chars().count() {
+            0 => Err(ApiError::InvalidComment("the comment is empty".into())),
+            n if n > Self::MAX_CHARS => Err(ApiError::InvalidComment(format!(
+                "the comment has {n} characters; at most {} are allowed",
+                Self::MAX_CHARS
+            ))),
+            _ => Ok(Self(text.to_owned())),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// The file name a phone sent, without any directory part, at most 255 characters.
 /// A missing or empty name becomes `photo`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,7 @@
-//! Media bytes: an upload's original, to whoever may see the upload, by cookie as well as
-//! by bearer token (an `<img>` sends only cookies). Content never changes under a URL, so
-//! it is cached for a year and validated by its SHA-256; `Range` gives partial content.
+//! Media bytes: an upload's original and its derivatives, to whoever may see the upload, by
+//! cookie as well as by bearer token (an `<img>` sends only cookies). Content never changes
+//! under a URL, so it is cached for a year; the original is validated by its SHA-256 and
+//! served in ranges, a derivative (made once per upload) by its upload id and kind.
 
 use axum::Router;
 use axum::body::Body;
@@ -20,7 +21,69 @@ use crate::error::{ApiError, ApiResult};
 const CACHE_FOREVER: &str = "private, max-age=31536000, immutable";
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/uploads/{id}/original", get(original))
+    Router::new()
+        .route("/api/v1/uploads/{id}/original", get(original))
+        .route("/api/v1/uploads/{id}/thumb", get(thumb))
+        .route("/api/v1/uploads/{id}/preview", get(preview))
+}
+
+fn not_modified(headers: &HeaderMap, etag: &str) -> Option<Response> {
+    let candidates = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok())?;
+    candidates.split(',').any(|c| c.trim() == etag || c.trim() == "*").then(|| {
+        (StatusCode::NOT_MODIFIED, [(header::ETAG, etag.to_owned()), (header::CACHE_CONTROL, CACHE_FOREVER.into())])
+            .into_response()
+    })
+}
+
+async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers: HeaderMap) -> ApiResult<Response> {
+    derivative(state, viewer, id, headers, Derivative::Thumb).await
+}
+
+async fn preview(state: State<AppState>, viewer: Viewer, id: Path<String>, headers: HeaderMap) -> ApiResult<Response> {
+    derivative(state, viewer, id, headers, Derivative::Preview).await
+}
+
+#[derive(Clone, Copy)]
+enum Derivative {
+    Thumb,
+    Preview,
+}
+
+/// A derivative: 404 until the worker made it (the Upload's `urls` say when).
+async fn derivative(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    kind: Derivative,
+) -> ApiResult<Response> {
+    let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
+    let row = visible_upload(&state, &viewer, id).await?;
+    if row.status != "ready" {
+        return Err(ApiError::NotFound);
+    }
+    let (event_id, upload_id) = (row.event_id, row.id);
+    let (key, name) = match kind {
+        Derivative::Thumb => (BlobKey::Thumb { event_id, upload_id }, "thumb"),
+        Derivative::Preview => (BlobKey::Preview { event_id, upload_id }, "preview"),
+    };
+    let etag = format!("\"{upload_id}-{name}\"");
+    if let Some(response) = not_modified(&headers, &etag) {
+        return Ok(response);
+    }
+    let blob = match state.blobs.get(key, None).await {
+        Err(object_store::Error::NotFound { .. }) => return Err(ApiError::NotFound),
+        other => other?,
+    };
+    let len = blob.meta.size;
+    let mut response = Response::new(Body::from_stream(blob.into_stream()));
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/jpeg"));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(CACHE_FOREVER));
+    h.insert(header::ETAG, HeaderValue::from_str(&etag).map_err(anyhow::Error::from)?);
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    Ok(response)
 }
 
 async fn original(
@@ -34,11 +97,8 @@ async fn original(
     let etag = format!("\"{}\"", row.sha256);
     let len = u64::try_from(row.bytes).unwrap_or(0);
 
-    if let Some(candidates) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok())
-        && candidates.split(',').any(|c| c.trim() == etag || c.trim() == "*")
-    {
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag), (header::CACHE_CONTROL, CACHE_FOREVER.into())])
-            .into_response());
+    if let Some(response) = not_modified(&headers, &etag) {
+        return Ok(response);
     }
 
     let range = match headers.get(header::RANGE).and_then(|v| v.to_str().ok()) {

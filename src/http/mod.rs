@@ -2,11 +2,14 @@
 //! Handlers stay short: parse, call one use case, map the result to a response.
 
 pub mod events;
+pub mod export;
 pub mod extract;
 pub mod guests;
+pub mod live;
 pub mod media;
 pub mod organiser;
 pub mod pages;
+pub mod reactions;
 pub mod security_headers;
 pub mod system;
 pub mod uploads;
@@ -23,6 +26,9 @@ pub fn routes() -> Router<AppState> {
         .merge(guests::routes())
         .merge(organiser::routes())
         .merge(uploads::routes())
+        .merge(reactions::routes())
+        .merge(export::routes())
+        .merge(live::routes())
         .merge(media::routes())
         .merge(pages::routes())
 }

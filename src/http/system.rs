@@ -37,7 +37,8 @@ async fn info(State(state): State<AppState>) -> Json<Value> {
     }))
 }
 
-/// Counters in the Prometheus text format, so an operator can watch the mechanisms work.
+/// Counters in the Prometheus text format, so an operator can watch the mechanisms work:
+/// Idempotency-Key and the derivative worker.
 async fn metrics(State(state): State<AppState>) -> ([(axum::http::HeaderName, &'static str); 1], String) {
     use std::sync::atomic::Ordering::Relaxed;
     let m = &state.idempotency_metrics;
@@ -54,6 +55,16 @@ async fn metrics(State(state): State<AppState>) -> ([(axum::http::HeaderName, &'
     for (name, help, value) in counters {
         out.push_str(&format!(
             "# HELP confetti_idempotency_{name}_total {help}\n# TYPE confetti_idempotency_{name}_total counter\nconfetti_idempotency_{name}_total {}\n",
+            value.load(Relaxed)
+        ));
+    }
+    let d = &state.derivatives;
+    for (name, help, value) in [
+        ("made", "uploads whose thumb and preview this instance made", &d.made),
+        ("failed", "uploads this instance could not decode (original kept, status failed)", &d.failed),
+    ] {
+        out.push_str(&format!(
+            "# HELP confetti_derivatives_{name}_total {help}\n# TYPE confetti_derivatives_{name}_total counter\nconfetti_derivatives_{name}_total {}\n",
             value.load(Relaxed)
         ));
     }

@@ -1,5 +1,5 @@
 //! Uploads: the deduplicated upload (the use case lives in `ingest`), reading one upload,
-//! the by-client-id preflight, the event listing, and deleting.
+//! the by-client-id preflight, the event listing, hiding and deleting.
 
 use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, Query, Request, State};
@@ -13,10 +13,11 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::IDEMPOTENT_REPLAYED;
-use super::extract::{Guest, Viewer};
+use super::extract::{Guest, JsonBody, Viewer};
 use super::views::UploadJson;
 use crate::app::AppState;
 use crate::blobs::BlobKey;
+use crate::db::live::LiveKind;
 use crate::db::uploads::{ListQuery, UploadRow};
 use crate::domain::{ClientUploadId, EventSlug};
 use crate::error::{ApiError, ApiResult};
@@ -32,7 +33,7 @@ pub fn routes() -> Router<AppState> {
             post(create_upload).layer(DefaultBodyLimit::disable()).get(list_uploads),
         )
         .route("/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}", get(upload_by_client_id))
-        .route("/api/v1/uploads/{id}", get(get_upload).delete(delete_upload))
+        .route("/api/v1/uploads/{id}", get(get_upload).patch(change_upload).delete(delete_upload))
 }
 
 async fn create_upload(
@@ -64,7 +65,7 @@ fn replayed(row: &UploadRow) -> Response {
 /// The upload if this viewer may see it: a guest or the organiser of its event, hidden
 /// uploads only for the organiser and their uploader. Everything else is "not found".
 pub async fn visible_upload(state: &AppState, viewer: &Viewer, id: Uuid) -> ApiResult<UploadRow> {
-    let row = state.db.upload_by_id(id).await?.ok_or(ApiError::NotFound)?;
+    let row = state.db.upload_by_id(id, viewer.guest_id()).await?.ok_or(ApiError::NotFound)?;
     let visible = row.deleted_at.is_none()
         && viewer.can_see_event(row.event_id)
         && (!row.hidden || viewer.is_organiser_of(row.event_id) || viewer.guest_id() == Some(row.guest_id));
@@ -90,7 +91,7 @@ async fn upload_by_client_id(
         return Err(ApiError::WrongEvent);
     }
     let key = ClientUploadId::parse(&key)?;
-    match state.db.upload_by_client_id(key.uuid()).await? {
+    match state.db.upload_by_client_id(key.uuid(), Some(guest.id)).await? {
         Some(row) if row.guest_id == guest.id && row.deleted_at.is_some() => Err(ApiError::UploadDeleted),
         Some(row) if row.guest_id == guest.id => Ok(Json(UploadJson::new(&row))),
         _ => Err(ApiError::NotFound),
@@ -159,6 +160,44 @@ fn decode_cursor(raw: &str) -> ApiResult<Uuid> {
         .ok_or_else(|| ApiError::InvalidCursor("the cursor is not one this server gave out".into()))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChangeUpload {
+    hidden: bool,
+}
+
+/// The organiser hides an upload from guests (its uploader still sees it), or shows it again.
+async fn change_upload(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    write: Write,
+    JsonBody(body): JsonBody<ChangeUpload>,
+) -> ApiResult<Response> {
+    let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
+    let row = visible_upload(&state, &viewer, id).await?;
+    if !viewer.is_organiser_of(row.event_id) {
+        return Err(ApiError::Forbidden);
+    }
+    let mut tx = write.begin(&state.db).await?;
+    let Some(changed) = tx.set_upload_hidden(id, body.hidden).await? else {
+        tx.rollback().await?;
+        return Err(ApiError::NotFound);
+    };
+    if changed {
+        let kind = if body.hidden { LiveKind::Removed } else { LiveKind::Upload };
+        // A photo still being processed is announced when it becomes ready.
+        if body.hidden || row.status == "ready" {
+            tx.append_live(row.event_id, kind, id).await?;
+        }
+    }
+    let row = tx.upload_by_id(id).await?.ok_or(ApiError::NotFound)?;
+    let response = tx.commit(Json(UploadJson::new(&row)).into_response()).await?;
+    state.live.poke();
+    tracing::info!(upload_id = %id, hidden = body.hidden, "upload visibility changed");
+    Ok(response)
+}
+
 /// Soft delete: the row (and so its key) stays, a late retry learns the photo is gone;
 /// the bytes are removed and the guest's quota refunded in the same transaction.
 async fn delete_upload(
@@ -178,9 +217,18 @@ async fn delete_upload(
         return Err(ApiError::NotFound);
     };
     tx.refund_quota(guest_id, bytes).await?;
+    tx.append_live(row.event_id, LiveKind::Removed, id).await?;
     let response = tx.commit(StatusCode::NO_CONTENT.into_response()).await?;
-    if let Err(e) = state.blobs.delete(BlobKey::Original { event_id: row.event_id, upload_id: id }).await {
-        tracing::warn!(error = %e, upload_id = %id, "could not delete a deleted upload's original");
+    state.live.poke();
+    let (event_id, upload_id) = (row.event_id, id);
+    for key in [
+        BlobKey::Original { event_id, upload_id },
+        BlobKey::Thumb { event_id, upload_id },
+        BlobKey::Preview { event_id, upload_id },
+    ] {
+        if let Err(e) = state.blobs.delete(key).await {
+            tracing::warn!(error = %e, upload_id = %id, ?key, "could not delete a deleted upload's blob");
+        }
     }
     tracing::info!(upload_id = %id, "upload deleted");
     Ok(response)

@@ -4,6 +4,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::db::comments::CommentRow;
 use crate::db::events::EventRow;
 use crate::db::uploads::UploadRow;
 
@@ -76,6 +77,8 @@ pub struct UploadJson {
 
 impl UploadJson {
     pub fn new(row: &UploadRow) -> Self {
+        // Derivatives exist once the worker made them (a hidden upload keeps them).
+        let ready = row.status == "ready";
         Self {
             id: row.id,
             event: row.event_slug.clone(),
@@ -91,10 +94,33 @@ impl UploadJson {
             taken_at: row.taken_at.map(rfc3339),
             created_at: rfc3339(row.created_at),
             status: if row.hidden { "hidden".into() } else { row.status.clone() },
-            likes: 0,
-            liked_by_me: false,
-            comments: 0,
-            urls: UploadUrls { original: format!("/api/v1/uploads/{}/original", row.id), preview: None, thumb: None },
+            likes: row.likes,
+            liked_by_me: row.liked_by_me,
+            comments: row.comments,
+            urls: UploadUrls {
+                original: format!("/api/v1/uploads/{}/original", row.id),
+                preview: ready.then(|| format!("/api/v1/uploads/{}/preview", row.id)),
+                thumb: ready.then(|| format!("/api/v1/uploads/{}/thumb", row.id)),
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct CommentJson {
+    pub id: Uuid,
+    pub guest: GuestRef,
+    pub text: String,
+    pub created_at: String,
+}
+
+impl CommentJson {
+    pub fn new(row: &CommentRow) -> Self {
+        Self {
+            id: row.id,
+            guest: GuestRef { id: row.guest_id, display_name: row.guest_display_name.clone() },
+            text: row.text.clone(),
+            created_at: rfc3339(row.created_at),
         }
     }
 }

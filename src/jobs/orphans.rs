@@ -38,7 +38,7 @@ pub async fn sweep(state: &AppState, min_age: Duration) -> anyhow::Result<(usize
             continue;
         }
         let temp = BlobKey::Temp(id);
-        match state.db.upload_by_id(id).await? {
+        match state.db.upload_by_id(id, None).await? {
             Some(row) if row.deleted_at.is_none() => {
                 state.blobs.rename(temp, BlobKey::Original { event_id: row.event_id, upload_id: id }).await?;
                 finalized += 1;

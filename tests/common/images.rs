@@ -46,14 +46,7 @@ pub fn jpeg_with_orientation(w: u32, h: u32, orientation: u16) -> Vec<u8> {
     tiff.extend_from_slice(&orientation.to_be_bytes());
     tiff.extend_from_slice(&[0, 0]);
     tiff.extend_from_slice(&0u32.to_be_bytes()); // no next IFD
-    let mut segment = b"Exif\0\0".to_vec();
-    segment.extend_from_slice(&tiff);
-    let mut out = plain[..2].to_vec();
-    out.extend_from_slice(&[0xFF, 0xE1]);
-    out.extend_from_slice(&((segment.len() + 2) as u16).to_be_bytes());
-    out.extend_from_slice(&segment);
-    out.extend_from_slice(&plain[2..]);
-    out
+    with_exif(&plain, &tiff)
 }
 
 /// A PNG whose header declares `w`×`h` pixels, with a tiny (invalid) data chunk:
@@ -85,4 +78,92 @@ fn crc32(data: &[u8]) -> u32 {
         }
     }
     !crc
+}
+
+/// A JPEG carrying EXIF with a GPS position (52.5° N) and a camera make: what a phone writes.
+pub fn jpeg_with_gps(w: u32, h: u32) -> Vec<u8> {
+    let plain = jpeg(w, h);
+    // TIFF header, IFD0 with Make and a GPSInfo pointer, then the GPS IFD.
+    let mut tiff = b"MM\0\x2a\0\0\0\x08".to_vec();
+    let ifd0_entries = 2u16;
+    let ifd0_len = 2 + 12 * ifd0_entries as u32 + 4;
+    let make_offset = 8 + ifd0_len;
+    let make = b"ConfettiCam\0";
+    let gps_offset = make_offset + make.len() as u32;
+    tiff.extend_from_slice(&ifd0_entries.to_be_bytes());
+    tiff.extend_from_slice(&0x010Fu16.to_be_bytes()); // Make
+    tiff.extend_from_slice(&2u16.to_be_bytes()); // ASCII
+    tiff.extend_from_slice(&(make.len() as u32).to_be_bytes());
+    tiff.extend_from_slice(&make_offset.to_be_bytes());
+    tiff.extend_from_slice(&0x8825u16.to_be_bytes()); // GPSInfo
+    tiff.extend_from_slice(&4u16.to_be_bytes()); // LONG
+    tiff.extend_from_slice(&1u32.to_be_bytes());
+    tiff.extend_from_slice(&gps_offset.to_be_bytes());
+    tiff.extend_from_slice(&0u32.to_be_bytes()); // no next IFD
+    tiff.extend_from_slice(make);
+    // GPS IFD: GPSLatitudeRef "N", GPSLatitude 52/1 30/1 0/1.
+    let lat_offset = gps_offset + 2 + 12 * 2 + 4;
+    tiff.extend_from_slice(&2u16.to_be_bytes());
+    tiff.extend_from_slice(&0x0001u16.to_be_bytes());
+    tiff.extend_from_slice(&2u16.to_be_bytes());
+    tiff.extend_from_slice(&2u32.to_be_bytes());
+    tiff.extend_from_slice(b"N\0\0\0");
+    tiff.extend_from_slice(&0x0002u16.to_be_bytes());
+    tiff.extend_from_slice(&5u16.to_be_bytes()); // RATIONAL
+    tiff.extend_from_slice(&3u32.to_be_bytes());
+    tiff.extend_from_slice(&lat_offset.to_be_bytes());
+    tiff.extend_from_slice(&0u32.to_be_bytes());
+    for (num, den) in [(52u32, 1u32), (30, 1), (0, 1)] {
+        tiff.extend_from_slice(&num.to_be_bytes());
+        tiff.extend_from_slice(&den.to_be_bytes());
+    }
+    with_exif(&plain, &tiff)
+}
+
+/// A JPEG whose header and structure look right but whose Huffman tables were removed:
+/// it passes the upload checks and cannot be decoded.
+pub fn jpeg_without_huffman_tables(w: u32, h: u32) -> Vec<u8> {
+    let plain = jpeg(w, h);
+    let mut out = plain[..2].to_vec();
+    let mut i = 2;
+    while i + 4 <= plain.len() && plain[i] == 0xFF {
+        let marker = plain[i + 1];
+        if marker == 0xDA {
+            break;
+        }
+        let len = u16::from_be_bytes([plain[i + 2], plain[i + 3]]) as usize;
+        if marker != 0xC4 {
+            out.extend_from_slice(&plain[i..i + 2 + len]);
+        }
+        i += 2 + len;
+    }
+    out.extend_from_slice(&plain[i..]);
+    out
+}
+
+/// The markers of a JPEG's header segments, up to the start of the scan.
+pub fn jpeg_markers(bytes: &[u8]) -> Vec<u8> {
+    let mut markers = Vec::new();
+    let mut i = 2;
+    while i + 4 <= bytes.len() && bytes[i] == 0xFF {
+        let marker = bytes[i + 1];
+        markers.push(marker);
+        if marker == 0xDA {
+            break;
+        }
+        i += 2 + u16::from_be_bytes([bytes[i + 2], bytes[i + 3]]) as usize;
+    }
+    markers
+}
+
+/// The JPEG with an APP1 EXIF segment holding `tiff` inserted right after its start marker.
+fn with_exif(plain: &[u8], tiff: &[u8]) -> Vec<u8> {
+    let mut segment = b"Exif\0\0".to_vec();
+    segment.extend_from_slice(tiff);
+    let mut out = plain[..2].to_vec();
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&((segment.len() + 2) as u16).to_be_bytes());
+    out.extend_from_slice(&segment);
+    out.extend_from_slice(&plain[2..]);
+    out
 }

@@ -56,6 +56,8 @@ pub struct Options {
     pub guest_quota_bytes: i64,
     pub idempotency_lease_s: u64,
     pub idempotency_retention_s: u64,
+    /// `Some(0)`: this instance makes no derivatives.
+    pub derivative_workers: Option<usize>,
 }
 
 impl Default for Options {
@@ -66,6 +68,7 @@ impl Default for Options {
             guest_quota_bytes: 1 << 30,
             idempotency_lease_s: 30,
             idempotency_retention_s: 24 * 60 * 60,
+            derivative_workers: None,
         }
     }
 }
@@ -123,8 +126,13 @@ impl TestApp {
 
     /// This instance again after `stop`: same database, same blobs.
     pub async fn restart(self) -> Self {
-        let (backend, options, data_dir, database_url) =
-            (self.backend, self.options.clone(), self.data_dir.clone(), self.database_url.clone());
+        let options = self.options.clone();
+        self.restart_with(options).await
+    }
+
+    /// This instance again after `stop`, with other options.
+    pub async fn restart_with(self, options: Options) -> Self {
+        let (backend, data_dir, database_url) = (self.backend, self.data_dir.clone(), self.database_url.clone());
         self.stop().await;
         Self::start(backend, options, data_dir, database_url).await
     }
@@ -151,6 +159,8 @@ impl TestApp {
             no_demo: true,
             idempotency_lease_s: options.idempotency_lease_s,
             idempotency_retention_s: options.idempotency_retention_s,
+            derivative_workers: options.derivative_workers,
+            derivative_lease_s: 120,
             shutdown_grace_s: 5,
         };
         let state = AppState::open(&args, ADMIN_TOKEN.to_owned()).await.expect("open app state");
@@ -300,18 +310,15 @@ impl TestApp {
     }
 
     /// Every file under the blob directory (temporary or final).
+    /// The blobs ingest writes: originals and temporary ones. Derivatives, which the worker
+    /// adds a moment later, are listed by `derivative_files`.
     pub fn blob_files(&self) -> Vec<PathBuf> {
-        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-            if let Ok(entries) = std::fs::read_dir(dir) {
-                for entry in entries.flatten() {
-                    let path = entry.path();
-                    if path.is_dir() { walk(&path, out) } else { out.push(path) }
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(&self.blob_dir(), &mut out);
-        out
+        let derivatives = self.blob_dir().join("derivatives");
+        all_files(&self.blob_dir()).into_iter().filter(|p| !p.starts_with(&derivatives)).collect()
+    }
+
+    pub fn derivative_files(&self) -> Vec<PathBuf> {
+        all_files(&self.blob_dir().join("derivatives"))
     }
 
     /// Asserts a refused upload left nothing: no row, no blob, no quota charge.
@@ -319,8 +326,23 @@ impl TestApp {
     pub async fn assert_nothing_stored(&self, guest: &Guest) {
         assert_eq!(self.upload_rows().await, 0, "no upload row");
         assert_eq!(self.blob_files(), Vec::<PathBuf>::new(), "no blob file");
+        assert_eq!(self.derivative_files(), Vec::<PathBuf>::new(), "no derivative");
         assert_eq!(self.used_bytes(guest).await, 0, "no quota charged");
     }
+}
+
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() { walk(&path, out) } else { out.push(path) }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out
 }
 
 pub struct Event {

@@ -1,0 +1,387 @@
+//! The gallery's listing under size and under load — a benchmark, not a test: it prints
+//! figures for docs/benchmarks.md.
+//!
+//! cargo run --release --example bench_gallery -- [uploads] [samples]
+//!
+//! Runs Confetti in-process (the same `serve` as production) on 127.0.0.1, on SQLite and, when
+//! TEST_DATABASE_URL names a PostgreSQL server, on a fresh database there. For each backend:
+//! 1. `uploads` rows (default 100,000) in one event, written straight into the database (one
+//!    guest, every tenth photo liked, every twentieth commented), then `samples` sequential
+//!    `GET /api/v1/events/{slug}/uploads` as a guest: the first page, and pages reached through
+//!    cursors spread over the whole event.
+//! 2. In a fresh event: the first page while nothing else runs, then while 8 guests upload
+//!    12-megapixel photos in a loop and the derivative workers turn them into thumbs and
+//!    previews. The ratio of the two p99s is the figure.
+
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use confetti::app::{self, AppState};
+use confetti::config::{ServeArgs, SiteArgs};
+use confetti::db::Db;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+const ADMIN: &str = "bench-admin";
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let uploads: i64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let samples: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let photo = photo_12mp();
+    println!(
+        "Listing with {uploads} uploads in one event; {samples} sequential requests per row; load photo {} bytes\n",
+        photo.len()
+    );
+    println!("| backend | listing | p50 ms | p99 ms | max ms |");
+    println!("| --- | --- | --- | --- | --- |");
+    run("sqlite", None, uploads, samples, &photo).await?;
+    if let Ok(server) = std::env::var("TEST_DATABASE_URL") {
+        let name = format!("bench_{}", Uuid::new_v4().simple());
+        let admin = sqlx::PgPool::connect(&server).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&admin).await?;
+        let base = server.rsplit_once('/').map(|(b, _)| b).unwrap_or(&server);
+        run("postgres", Some(format!("{base}/{name}")), uploads, samples, &photo).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+            .execute(&admin)
+            .await?;
+    } else {
+        println!("\n(set TEST_DATABASE_URL to measure PostgreSQL too)");
+    }
+    Ok(())
+}
+
+struct Server {
+    base: String,
+    client: reqwest::Client,
+    db: Db,
+}
+
+impl Server {
+    async fn event(&self) -> anyhow::Result<(String, Uuid, String)> {
+        let event: Value = self
+            .client
+            .post(format!("{}/api/v1/events", self.base))
+            .bearer_auth(ADMIN)
+            .json(&json!({"name": "Bench", "organiser_password": "correct horse"}))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let slug = event["slug"].as_str().unwrap_or_default().to_owned();
+        let id: Uuid = event["id"].as_str().unwrap_or_default().parse()?;
+        Ok((slug, id, event["join_token"].as_str().unwrap_or_default().to_owned()))
+    }
+
+    async fn join(&self, slug: &str, join_token: &str, name: &str) -> anyhow::Result<(Uuid, String)> {
+        let joined: Value = self
+            .client
+            .post(format!("{}/api/v1/events/{slug}/guests", self.base))
+            .json(&json!({"join_token": join_token, "display_name": name}))
+            .send()
+            .await?
+            .json()
+            .await?;
+        Ok((
+            joined["guest"]["id"].as_str().unwrap_or_default().parse()?,
+            joined["token"].as_str().unwrap_or_default().to_owned(),
+        ))
+    }
+
+    async fn list(&self, slug: &str, token: &str, cursor: Option<&str>) -> anyhow::Result<Duration> {
+        let mut url = format!("{}/api/v1/events/{slug}/uploads?limit=50", self.base);
+        if let Some(cursor) = cursor {
+            url.push_str(&format!("&cursor={cursor}"));
+        }
+        let started = Instant::now();
+        let response = self.client.get(url).bearer_auth(token).send().await?;
+        anyhow::ensure!(response.status().is_success(), "listing answered {}", response.status());
+        let page: Value = response.json().await?;
+        anyhow::ensure!(page["items"].as_array().is_some_and(|items| !items.is_empty()), "an empty page");
+        Ok(started.elapsed())
+    }
+}
+
+async fn run(
+    backend: &str,
+    database_url: Option<String>,
+    uploads: i64,
+    samples: usize,
+    photo: &[u8],
+) -> anyhow::Result<()> {
+    let data = tempfile::tempdir()?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let args = ServeArgs {
+        site: SiteArgs { data_dir: data.path().into(), database_url, public_url: Some(format!("http://{addr}")) },
+        bind: addr,
+        storage: None,
+        max_upload_bytes: 50 << 20,
+        max_image_pixels: 100_000_000,
+        guest_quota_bytes: 1 << 40,
+        no_demo: true,
+        idempotency_lease_s: 30,
+        idempotency_retention_s: 86_400,
+        derivative_workers: None,
+        derivative_lease_s: 120,
+        shutdown_grace_s: 5,
+    };
+    let state = AppState::open(&args, ADMIN.into()).await?;
+    let server = Server { base: format!("http://{addr}"), client: reqwest::Client::new(), db: state.db.clone() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(app::serve(listener, state, async {
+        let _ = stopped.await;
+    }));
+
+    // 1. A large event.
+    let (slug, event_id, join_token) = server.event().await?;
+    let (guest_id, token) = server.join(&slug, &join_token, "Anna").await?;
+    let started = Instant::now();
+    let ids = fill(&server.db, event_id, guest_id, uploads).await?;
+    eprintln!("{backend}: {uploads} uploads written in {:.1} s", started.elapsed().as_secs_f64());
+    for _ in 0..50 {
+        server.list(&slug, &token, None).await?;
+    }
+    let mut first = Vec::with_capacity(samples);
+    let mut deep = Vec::with_capacity(samples);
+    for i in 0..samples {
+        first.push(server.list(&slug, &token, None).await?);
+        let at = ids[60 + (i * 7919) % (ids.len() - 60)];
+        deep.push(server.list(&slug, &token, Some(&URL_SAFE_NO_PAD.encode(at.as_bytes()))).await?);
+    }
+    print_row(backend, &format!("first page, {uploads} uploads"), first);
+    print_row(backend, &format!("a page deep inside, {uploads} uploads"), deep);
+
+    // 2. Idle against 8 uploads with their derivatives.
+    let (slug, _, join_token) = server.event().await?;
+    let (_, token) = server.join(&slug, &join_token, "Ben").await?;
+    let mut uploaders = Vec::new();
+    for i in 0..8 {
+        uploaders.push(server.join(&slug, &join_token, &format!("Guest {i}")).await?.1);
+    }
+    for _ in 0..3 {
+        upload(&server, &slug, &uploaders[0], photo, None).await?;
+    }
+    let mut idle = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        idle.push(server.list(&slug, &token, None).await?);
+        tokio::time::sleep(PACE).await;
+    }
+    let idle_p99 = print_row(backend, "first page, idle", idle);
+    for (label, rate) in
+        [("8 guests uploading at 2 MB/s each", Some(2_000_000)), ("8 uploads as fast as loopback allows", None)]
+    {
+        let loaded = under_load(&server, &slug, &token, &uploaders, photo, rate, samples, backend).await?;
+        let loaded_p99 = print_row(backend, &format!("first page, {label}, derivatives running"), loaded);
+        println!("| {backend} | p99 {label} / idle | {:.2}× | | |", loaded_p99 / idle_p99);
+    }
+
+    let _ = stop.send(());
+    let _ = serving.await;
+    Ok(())
+}
+
+/// One upload; with `rate` (bytes per second) the body is sent at that pace, as a phone on the
+/// event's Wi-Fi sends it.
+/// Pause between two listing requests, so the samples spread over the load.
+const PACE: Duration = Duration::from_millis(10);
+
+/// Listing samples while 8 guests upload in a loop (and derivatives are made).
+#[allow(clippy::too_many_arguments)]
+async fn under_load(
+    server: &Server,
+    slug: &str,
+    token: &str,
+    uploaders: &[String],
+    photo: &[u8],
+    rate: Option<u64>,
+    samples: usize,
+    backend: &str,
+) -> anyhow::Result<Vec<Duration>> {
+    let busy = tokio::sync::watch::channel(true);
+    let mut load = Vec::new();
+    for guest in uploaders {
+        let (client, base, slug, photo, running, guest) = (
+            server.client.clone(),
+            server.base.clone(),
+            slug.to_owned(),
+            photo.to_vec(),
+            busy.1.clone(),
+            guest.clone(),
+        );
+        load.push(tokio::spawn(async move {
+            let server = Server { base, client, db: Db::Sqlite(sqlx::SqlitePool::connect_lazy("sqlite::memory:")?) };
+            let mut sent = 0usize;
+            while *running.borrow() {
+                upload(&server, &slug, &guest, &photo, rate).await?;
+                sent += 1;
+            }
+            anyhow::Ok(sent)
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let started = Instant::now();
+    let made_before = derivatives_done(&server.db).await?;
+    let mut loaded = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        loaded.push(server.list(slug, token, None).await?);
+        tokio::time::sleep(PACE).await;
+    }
+    let elapsed = started.elapsed();
+    let made = derivatives_done(&server.db).await? - made_before;
+    busy.0.send_replace(false);
+    let mut sent = 0;
+    for task in load {
+        sent += task.await??;
+    }
+    eprintln!(
+        "{backend}: {sent} uploads sent; {made} derivative pairs made during the {:.1} s measured",
+        elapsed.as_secs_f64()
+    );
+    Ok(loaded)
+}
+
+async fn upload(server: &Server, slug: &str, token: &str, photo: &[u8], rate: Option<u64>) -> anyhow::Result<()> {
+    let part = match rate {
+        None => reqwest::multipart::Part::bytes(photo.to_vec()),
+        Some(rate) => {
+            const CHUNK: usize = 64 * 1024;
+            let pause = Duration::from_secs_f64(CHUNK as f64 / rate as f64);
+            let chunks: Vec<bytes::Bytes> = photo.chunks(CHUNK).map(bytes::Bytes::copy_from_slice).collect();
+            let stream = futures_util::stream::iter(chunks).then(move |chunk| async move {
+                tokio::time::sleep(pause).await;
+                Ok::<_, std::io::Error>(chunk)
+            });
+            reqwest::multipart::Part::stream_with_length(reqwest::Body::wrap_stream(stream), photo.len() as u64)
+        }
+    };
+    let form = reqwest::multipart::Form::new()
+        .text("client_upload_id", Uuid::new_v4().to_string())
+        .part("file", part.file_name("IMG.jpg").mime_str("image/jpeg")?);
+    let response = server
+        .client
+        .post(format!("{}/api/v1/events/{slug}/uploads", server.base))
+        .bearer_auth(token)
+        .multipart(form)
+        .send()
+        .await?;
+    anyhow::ensure!(response.status().as_u16() == 201, "upload answered {}", response.status());
+    response.bytes().await?;
+    Ok(())
+}
+
+async fn derivatives_done(db: &Db) -> anyhow::Result<i64> {
+    let sql = "SELECT COUNT(*) FROM uploads WHERE status = 'ready'";
+    Ok(match db {
+        Db::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await?,
+        Db::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await?,
+    })
+}
+
+/// Writes `n` ready uploads of one guest, with likes and comments; returns their ids, oldest first.
+async fn fill(db: &Db, event_id: Uuid, guest_id: Uuid, n: i64) -> anyhow::Result<Vec<Uuid>> {
+    let start = chrono::Utc::now() - chrono::Duration::days(1);
+    let mut ids = Vec::with_capacity(n as usize);
+    for chunk in 0..(n + 999) / 1000 {
+        let mut tx = match db {
+            Db::Sqlite(pool) => Tx::Sqlite(pool.begin().await?),
+            Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        };
+        for i in chunk * 1000..((chunk + 1) * 1000).min(n) {
+            let created = start + chrono::Duration::milliseconds(i * 500);
+            let ts = uuid::Timestamp::from_unix(
+                uuid::NoContext,
+                created.timestamp() as u64,
+                created.timestamp_subsec_nanos(),
+            );
+            let id = Uuid::new_v7(ts);
+            ids.push(id);
+            let insert =
+                "INSERT INTO uploads (id, event_id, guest_id, client_upload_id, filename, content_type, bytes, sha256,
+                                               width, height, created_at, status, hidden)
+                          VALUES ($1, $2, $3, $4, 'IMG.jpg', 'image/jpeg', 3000000, 'x', 4000, 3000, $5, 'ready', $6)";
+            let like = "INSERT INTO likes (upload_id, guest_id, created_at) VALUES ($1, $2, $3)";
+            let comment =
+                "INSERT INTO comments (id, upload_id, guest_id, text, created_at) VALUES ($1, $2, $3, 'Schön!', $4)";
+            macro_rules! write {
+                ($conn:expr) => {{
+                    sqlx::query(insert)
+                        .bind(id)
+                        .bind(event_id)
+                        .bind(guest_id)
+                        .bind(Uuid::new_v4())
+                        .bind(created)
+                        .bind(i % 100 == 0)
+                        .execute(&mut *$conn)
+                        .await?;
+                    if i % 10 == 0 {
+                        sqlx::query(like).bind(id).bind(guest_id).bind(created).execute(&mut *$conn).await?;
+                    }
+                    if i % 20 == 0 {
+                        sqlx::query(comment)
+                            .bind(Uuid::now_v7())
+                            .bind(id)
+                            .bind(guest_id)
+                            .bind(created)
+                            .execute(&mut *$conn)
+                            .await?;
+                    }
+                }};
+            }
+            match &mut tx {
+                Tx::Sqlite(t) => write!(&mut **t),
+                Tx::Postgres(t) => write!(&mut **t),
+            }
+        }
+        match tx {
+            Tx::Sqlite(t) => t.commit().await?,
+            Tx::Postgres(t) => t.commit().await?,
+        }
+    }
+    match db {
+        Db::Sqlite(pool) => {
+            sqlx::query("ANALYZE").execute(pool).await?;
+        }
+        Db::Postgres(pool) => {
+            sqlx::query("ANALYZE").execute(pool).await?;
+        }
+    }
+    Ok(ids)
+}
+
+enum Tx {
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+/// Prints a table row; returns the p99 in ms.
+fn print_row(backend: &str, what: &str, mut times: Vec<Duration>) -> f64 {
+    times.sort();
+    let at = |q: f64| ms(times[((times.len() as f64 * q) as usize).min(times.len() - 1)]);
+    let max = times.last().map(|d| ms(*d)).unwrap_or_default();
+    println!("| {backend} | {what} | {:.2} | {:.2} | {max:.2} |", at(0.50), at(0.99));
+    at(0.99)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A 4000×3000 photo-like JPEG (gradients and grain), about 3–5 MB at quality 90.
+fn photo_12mp() -> Vec<u8> {
+    let mut state = 0x9e37_79b9_u32;
+    let img = image::RgbImage::from_fn(4000, 3000, |x, y| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        let grain = (state % 24) as i32 - 12;
+        let px = |base: i32| (base + grain).clamp(0, 255) as u8;
+        image::Rgb([px((x / 16) as i32 % 256), px((y / 12) as i32 % 256), px(((x + y) / 28) as i32 % 256)])
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90);
+    img.write_with_encoder(encoder).ok();
+    out.into_inner()
+}

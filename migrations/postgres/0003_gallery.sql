@@ -1,0 +1,42 @@
+-- The gallery (PostgreSQL): derivative jobs, likes, comments and the live feed.
+
+-- One job per upload that still needs its thumb and preview. A worker claims a job
+-- (FOR UPDATE SKIP LOCKED, so instances never wait for each other) by setting `claim` and
+-- pushing `run_after` to the end of its lease; a job whose worker died becomes due again when
+-- the lease ends. Done jobs are deleted with the upload's status change, in one transaction.
+CREATE TABLE derivative_jobs (
+    upload_id  UUID PRIMARY KEY REFERENCES uploads (id),
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    run_after  TIMESTAMPTZ NOT NULL,
+    claim      UUID,
+    last_error TEXT,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX derivative_jobs_due ON derivative_jobs (run_after);
+
+CREATE TABLE likes (
+    upload_id  UUID NOT NULL REFERENCES uploads (id),
+    guest_id   UUID NOT NULL REFERENCES guests (id),
+    created_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (upload_id, guest_id)
+);
+
+CREATE TABLE comments (
+    id         UUID PRIMARY KEY,
+    upload_id  UUID NOT NULL REFERENCES uploads (id),
+    guest_id   UUID NOT NULL REFERENCES guests (id),
+    text       TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX comments_upload ON comments (upload_id, id);
+
+-- What slideshows are told: appended in the transaction that makes an upload ready, hides,
+-- shows or deletes it; every instance polls the recent tail. Old rows are swept.
+CREATE TABLE live_feed (
+    seq        BIGSERIAL PRIMARY KEY,
+    event_id   UUID NOT NULL,
+    kind       TEXT NOT NULL,
+    upload_id  UUID NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX live_feed_created ON live_feed (created_at);

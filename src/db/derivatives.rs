@@ -1,0 +1,123 @@
+//! The derivative job queue: queued with the upload's row, claimed under a lease by one
+//! worker on one instance, finished together with the upload's status change.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Db, Tx, on_db, on_tx};
+
+/// A job this worker holds until `lease_until`.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimedJob {
+    pub upload_id: Uuid,
+    /// Including this one.
+    pub attempts: i32,
+    pub claim: Uuid,
+}
+
+/// The upload a finished job was for, as it is at that moment.
+#[derive(Clone, Copy, Debug, sqlx::FromRow)]
+pub struct Finished {
+    pub event_id: Uuid,
+    pub hidden: bool,
+    pub deleted: bool,
+}
+
+impl Tx {
+    /// Queues the upload's derivatives; due at once.
+    pub async fn queue_derivatives(&mut self, upload_id: Uuid) -> sqlx::Result<()> {
+        let now = Utc::now();
+        on_tx!(self, tx => sqlx::query(
+            "INSERT INTO derivative_jobs (upload_id, run_after, created_at) VALUES ($1, $2, $2)
+             ON CONFLICT (upload_id) DO NOTHING",
+        )
+        .bind(upload_id)
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Ends the job held under `claim`, setting the upload's status (a deleted upload keeps
+    /// its own). `None` when the lease was lost to another worker meanwhile (the caller rolls
+    /// back; the other worker decides). The row stays locked until commit, so a concurrent
+    /// hide or delete is ordered after this, in the live feed too.
+    pub async fn finish_derivative_job(&mut self, job: &ClaimedJob, status: &str) -> sqlx::Result<Option<Finished>> {
+        let deleted = on_tx!(self, tx => sqlx::query("DELETE FROM derivative_jobs WHERE upload_id = $1 AND claim = $2")
+            .bind(job.upload_id)
+            .bind(job.claim)
+            .execute(&mut **tx)
+            .await
+            .map(|r| r.rows_affected()))?;
+        if deleted == 0 {
+            return Ok(None);
+        }
+        on_tx!(self, tx => sqlx::query_as(
+            "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN $2 ELSE status END WHERE id = $1
+             RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
+        )
+        .bind(job.upload_id)
+        .bind(status)
+        .fetch_optional(&mut **tx)
+        .await)
+    }
+}
+
+impl Db {
+    /// Claims the oldest due job, if any, until `lease_until`. On PostgreSQL, rows another
+    /// instance is claiming right now are skipped, not waited for.
+    pub async fn claim_derivative_job(&self, lease_until: DateTime<Utc>) -> sqlx::Result<Option<ClaimedJob>> {
+        let claim = Uuid::new_v4();
+        let now = Utc::now();
+        // SQLite has no row locks and needs none: one statement is one atomic write, and there
+        // is one writer at a time.
+        macro_rules! claim {
+            ($pool:expr, $lock:literal) => {
+                sqlx::query_as(concat!(
+                    "UPDATE derivative_jobs SET claim = $1, run_after = $2, attempts = attempts + 1
+                     WHERE upload_id = (SELECT upload_id FROM derivative_jobs WHERE run_after <= $3
+                                        ORDER BY run_after LIMIT 1 ",
+                    $lock,
+                    ") RETURNING upload_id, attempts"
+                ))
+                .bind(claim)
+                .bind(lease_until)
+                .bind(now)
+                .fetch_optional($pool)
+                .await?
+            };
+        }
+        let row: Option<(Uuid, i32)> = match self {
+            Db::Sqlite(pool) => claim!(pool, ""),
+            Db::Postgres(pool) => claim!(pool, "FOR UPDATE SKIP LOCKED"),
+        };
+        Ok(row.map(|(upload_id, attempts)| ClaimedJob { upload_id, attempts, claim }))
+    }
+
+    /// Gives a job back to be tried again after `run_after` (a passing failure: storage
+    /// unreachable). Does nothing if the lease was lost meanwhile.
+    pub async fn retry_derivative_job(
+        &self,
+        job: &ClaimedJob,
+        run_after: DateTime<Utc>,
+        error: &str,
+    ) -> sqlx::Result<()> {
+        on_db!(self, pool => sqlx::query(
+            "UPDATE derivative_jobs SET claim = NULL, run_after = $3, last_error = $4 WHERE upload_id = $1 AND claim = $2",
+        )
+        .bind(job.upload_id)
+        .bind(job.claim)
+        .bind(run_after)
+        .bind(error)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Jobs not finished yet, due or not (for tests and `/metrics`).
+    pub async fn pending_derivative_jobs(&self) -> sqlx::Result<i64> {
+        on_db!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM derivative_jobs").fetch_one(pool).await)
+    }
+}

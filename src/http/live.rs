@@ -1,0 +1,90 @@
+//! `live`: a server-sent event stream for slideshows. `upload` (the Upload) when one becomes
+//! visible, `removed` (`{"id"}`) when one is hidden or deleted; each listener hears what it may
+//! see, read live when the news arrives. The stream ends when the server stops.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::get;
+use futures_util::Stream;
+use serde_json::json;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, watch};
+use uuid::Uuid;
+
+use super::extract::Viewer;
+use super::uploads::visible_upload;
+use super::views::UploadJson;
+use crate::app::AppState;
+use crate::db::live::LiveKind;
+use crate::domain::EventSlug;
+use crate::error::{ApiError, ApiResult};
+use crate::live::LiveEvent;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/api/v1/events/{slug}/live", get(live))
+}
+
+async fn live(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(slug): Path<String>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let slug = EventSlug::parse(&slug)?;
+    let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
+    if !viewer.can_see_event(event.id) {
+        return Err(if viewer.guest.is_some() { ApiError::WrongEvent } else { ApiError::Forbidden });
+    }
+    let (news, closing) = state.live.subscribe();
+    let listener = Listener { state, viewer, event_id: event.id, news, closing };
+    let stream = futures_util::stream::unfold(listener, |mut listener| async move {
+        let event = listener.next().await?;
+        Some((Ok(event), listener))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+struct Listener {
+    state: AppState,
+    viewer: Viewer,
+    event_id: Uuid,
+    news: broadcast::Receiver<LiveEvent>,
+    closing: watch::Receiver<bool>,
+}
+
+impl Listener {
+    /// The next news for this listener; `None` ends the stream.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            let item = tokio::select! {
+                item = self.news.recv() => item,
+                _ = self.closing.wait_for(|closing| *closing) => return None,
+            };
+            let news = match item {
+                Ok(news) if news.event_id == self.event_id => news,
+                Ok(_) => continue,
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "a live listener fell behind");
+                    continue;
+                }
+                Err(RecvError::Closed) => return None,
+            };
+            match news.kind {
+                LiveKind::Removed => {
+                    return Some(Event::default().event("removed").data(json!({ "id": news.upload_id }).to_string()));
+                }
+                // Read now, as this listener may see it: it may be hidden or gone again already.
+                LiveKind::Upload => match visible_upload(&self.state, &self.viewer, news.upload_id).await {
+                    Ok(row) if !row.hidden => match Event::default().event("upload").json_data(UploadJson::new(&row)) {
+                        Ok(event) => return Some(event),
+                        Err(e) => tracing::warn!(error = %e, "could not encode live news"),
+                    },
+                    _ => {}
+                },
+            }
+        }
+    }
+}

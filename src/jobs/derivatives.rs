@@ -1,0 +1,170 @@
+//! The derivative worker: makes each upload's thumb and preview after its row committed.
+//!
+//! Jobs live in the database (`derivative_jobs`), queued in the upload's own transaction.
+//! A worker claims one under a lease (on PostgreSQL with `FOR UPDATE SKIP LOCKED`, so the
+//! instances sharing a database share the work and never make a derivative twice), decodes on
+//! the low-priority background threads, stores both JPEGs, and ends the job in the same transaction that
+//! sets the upload's status. A worker that dies leaves its job to be claimed again when the
+//! lease ends; a restart finds every job still queued.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use bytes::Bytes;
+use chrono::Utc;
+use tokio::sync::Notify;
+
+use crate::app::AppState;
+use crate::blobs::BlobKey;
+use crate::db::derivatives::ClaimedJob;
+use crate::db::live::LiveKind;
+use crate::media::{self, Sniffer};
+
+/// How often an idle worker looks for jobs queued by another instance (its own instance
+/// wakes it at once).
+const POLL: Duration = Duration::from_secs(2);
+/// Attempts before a job that keeps failing for passing reasons (storage) gives up.
+const MAX_ATTEMPTS: i32 = 5;
+
+/// The workers' shared state: a wake-up for new jobs and what they did, for `/metrics`.
+#[derive(Debug)]
+pub struct DerivativeQueue {
+    wake: Notify,
+    lease: Duration,
+    pub made: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+impl DerivativeQueue {
+    pub fn new(lease: Duration) -> Self {
+        Self { wake: Notify::new(), lease, made: AtomicU64::new(0), failed: AtomicU64::new(0) }
+    }
+
+    /// A job was queued on this instance: one idle worker starts on it now.
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+}
+
+/// Starts `workers` workers (0: this instance makes no derivatives; another one sharing the
+/// database does).
+pub fn spawn_workers(state: AppState, workers: usize) {
+    for _ in 0..workers {
+        tokio::spawn(work(state.clone()));
+    }
+}
+
+async fn work(state: AppState) {
+    let queue = Arc::clone(&state.derivatives);
+    while !state.db.is_closed() {
+        let lease_until = Utc::now() + queue.lease;
+        match state.db.claim_derivative_job(lease_until).await {
+            Ok(Some(job)) => run(&state, job).await,
+            Ok(None) => {
+                tokio::select! {
+                    () = queue.wake.notified() => {}
+                    () = tokio::time::sleep(POLL) => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not claim a derivative job");
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+}
+
+/// How one job ended.
+enum Outcome {
+    Ready,
+    /// The image cannot be decoded: the upload keeps its original and shows as failed.
+    Undecodable(String),
+    /// The upload was deleted meanwhile: nothing to make.
+    Gone,
+}
+
+#[tracing::instrument(skip_all, fields(upload_id = %job.upload_id, attempt = job.attempts))]
+async fn run(state: &AppState, job: ClaimedJob) {
+    let outcome = match make(state, &job).await {
+        Ok(outcome) => outcome,
+        Err(e) if job.attempts < MAX_ATTEMPTS => {
+            let backoff = Duration::from_secs(5 << job.attempts.clamp(0, 6));
+            tracing::warn!(error = %e, retry_in_s = backoff.as_secs(), "derivatives failed; will retry");
+            if let Err(e) = state.db.retry_derivative_job(&job, Utc::now() + backoff, &format!("{e:#}")).await {
+                tracing::warn!(error = %e, "could not give the job back; its lease will end");
+            }
+            return;
+        }
+        Err(e) => Outcome::Undecodable(format!("gave up after {} attempts: {e:#}", job.attempts)),
+    };
+    if let Err(e) = finish(state, &job, &outcome).await {
+        tracing::warn!(error = %e, "could not finish a derivative job; its lease will end");
+    }
+}
+
+/// Reads the original, derives on the media pool, stores both derivatives.
+async fn make(state: &AppState, job: &ClaimedJob) -> anyhow::Result<Outcome> {
+    let Some(row) = state.db.upload_by_id(job.upload_id, None).await? else {
+        return Ok(Outcome::Gone);
+    };
+    if row.deleted_at.is_some() {
+        return Ok(Outcome::Gone);
+    }
+    let (event_id, upload_id) = (row.event_id, row.id);
+    let original = match state.blobs.get_all(BlobKey::Original { event_id, upload_id }).await {
+        // Between its commit and the move to the final key, an upload is still temporary.
+        Err(object_store::Error::NotFound { .. }) => state.blobs.get_all(BlobKey::Temp(upload_id)).await?,
+        other => other?,
+    };
+    let max_pixels = state.settings.max_image_pixels;
+    let derived = state.blocking.background(move || derive(&original, max_pixels)).await?;
+    let derived = match derived {
+        Ok(derived) => derived,
+        Err(reason) => return Ok(Outcome::Undecodable(reason)),
+    };
+    state.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(derived.thumb.bytes)).await?;
+    state.blobs.put(BlobKey::Preview { event_id, upload_id }, Bytes::from(derived.preview.bytes)).await?;
+    Ok(Outcome::Ready)
+}
+
+/// Probe again (the orientation is not stored) and derive; `Err` is why it cannot be decoded.
+fn derive(original: &[u8], max_pixels: u64) -> Result<media::derive::Derivatives, String> {
+    let mut sniffer = Sniffer::default();
+    sniffer.update(original);
+    let sniffed = sniffer.finish();
+    let probe = media::probe::probe(&sniffed.head, &sniffed, max_pixels).map_err(|e| e.to_string())?;
+    media::derive::derive(original, probe.format, probe.orientation).map_err(|e| e.to_string())
+}
+
+async fn finish(state: &AppState, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {
+    let status = match outcome {
+        Outcome::Ready => "ready",
+        Outcome::Undecodable(_) => "failed",
+        // Deleted meanwhile: the status no longer matters (a deleted upload keeps its own).
+        Outcome::Gone => "processing",
+    };
+    let mut tx = state.db.begin().await?;
+    let Some(upload) = tx.finish_derivative_job(job, status).await? else {
+        tx.rollback().await?;
+        tracing::info!("lease lost to another worker; it decides");
+        return Ok(());
+    };
+    if matches!(outcome, Outcome::Ready) && !upload.hidden && !upload.deleted {
+        tx.append_live(upload.event_id, LiveKind::Upload, job.upload_id).await?;
+    }
+    tx.commit().await?;
+    let queue = &state.derivatives;
+    match outcome {
+        Outcome::Ready => {
+            queue.made.fetch_add(1, Relaxed);
+            tracing::info!("derivatives made");
+        }
+        Outcome::Undecodable(reason) => {
+            queue.failed.fetch_add(1, Relaxed);
+            tracing::warn!(reason, "derivatives failed: the original stays, shown as failed");
+        }
+        Outcome::Gone => tracing::info!("upload deleted before its derivatives were made"),
+    }
+    Ok(())
+}
