@@ -53,7 +53,11 @@ async fn static_file(Path(file): Path<String>, headers: axum::http::HeaderMap) -
     let (_, content_type, body) = STATIC_FILES.iter().find(|(name, _, _)| *name == file).ok_or(ApiError::NotFound)?;
     let etag = format!("\"{}-{:x}\"", env!("CARGO_PKG_VERSION"), fnv1a(body.as_bytes()));
     let cache = [(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"))];
-    if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v.split(',').any(|c| c.trim() == etag)) {
+    if headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|c| c.trim() == etag))
+    {
         return Ok((axum::http::StatusCode::NOT_MODIFIED, cache, [(header::ETAG, etag)]).into_response());
     }
     Ok((cache, [(header::CONTENT_TYPE, *content_type), (header::ETAG, etag.as_str())], *body).into_response())
@@ -81,9 +85,5 @@ async fn join_qr_code(
         .dark_color(svg::Color("#000000"))
         .light_color(svg::Color("#ffffff"))
         .build();
-    Ok((
-        [(header::CONTENT_TYPE, "image/svg+xml"), (header::CACHE_CONTROL, "private, no-cache")],
-        image,
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml"), (header::CACHE_CONTROL, "private, no-cache")], image).into_response())
 }
