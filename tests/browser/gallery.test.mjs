@@ -138,3 +138,21 @@ test('security headers on the page, and an HttpOnly, SameSite=Lax session cookie
     assert.equal(await page.evaluate(() => document.cookie), '', 'not readable by scripts');
   });
 });
+
+test('a photo the organiser hides leaves the other guests’ galleries at once, and stays in its uploader’s', { timeout: 60_000 }, async () => {
+  const event = await f.server.createEvent();
+  await onPhone(f.browser, { locale: 'en-US' }, async (uploader) => {
+    await join(uploader, event, 'Uploader');
+    await choose(uploader, [f.photos[0]]);
+    await waitForItems(uploader, 1, 'done');
+    await onPhone(f.browser, { locale: 'en-US' }, async (other) => {
+      await join(other, event, 'Other guest');
+      await other.locator('[data-testid=gallery] .tile').waitFor();
+      const [upload] = await f.server.uploads(event);
+      const r = await f.server.call('PATCH', `/api/v1/uploads/${upload.id}`, { token: event.organiserToken, body: { hidden: true } });
+      assert.equal(r.status, 200);
+      await other.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile').length === 0, null, { timeout: 10_000 });
+      await uploader.waitForFunction((id) => document.querySelector(`[data-upload-id="${id}"]`)?.dataset.status === 'hidden', upload.id, { timeout: 10_000 });
+    });
+  });
+});
