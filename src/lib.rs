@@ -1,5 +1,7 @@
 //! Confetti: a self-hosted photo-upload gallery for events.
 
+/// How the process asks the allocator to give large buffers back.
+pub mod allocator;
 /// Shared state, router, layers and `serve(listener, state, shutdown)`.
 pub mod app;
 /// Tokens, cookies and password hashing.

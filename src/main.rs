@@ -63,6 +63,7 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")))
         .init();
+    confetti::allocator::return_large_buffers_to_the_os();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
         Command::Event { command: EventCommand::Create { site, name, password, guest_quota_bytes } } => {

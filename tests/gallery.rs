@@ -114,6 +114,22 @@ async fn an_exif_rotated_photo_gives_an_upright_portrait_thumb(backend: Backend)
     assert!(!jpeg_markers(&thumb).contains(&0xE1), "no EXIF left to rotate it twice");
 }
 
+async fn taken_at_comes_from_the_camera_and_survives_a_replay(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Anna").await;
+    let photo = images::jpeg_taken_at(640, 480, "2026:06:12 14:03:22");
+    let key = Uuid::new_v4();
+    let created: Value = app.upload(&guest, &photo, Some(key)).await.json().await.expect("json");
+    assert_eq!(created["taken_at"], "2026-06-12T14:03:22.000Z");
+    settled(&app, &guest.token, created["id"].as_str().expect("id")).await;
+    let replay: Value = app.upload(&guest, &photo, Some(key)).await.json().await.expect("json");
+    assert_eq!(replay["taken_at"], "2026-06-12T14:03:22.000Z");
+    let plain: Value =
+        app.upload(&guest, &images::jpeg(64, 64), Some(Uuid::new_v4())).await.json().await.expect("json");
+    assert_eq!(plain["taken_at"], Value::Null, "no EXIF, no capture time");
+}
+
 async fn derivatives_carry_no_location_or_other_metadata(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
@@ -525,6 +541,7 @@ both_backends!(
     a_small_photo_is_never_enlarged,
     an_exif_rotated_photo_gives_an_upright_portrait_thumb,
     derivatives_carry_no_location_or_other_metadata,
+    taken_at_comes_from_the_camera_and_survives_a_replay,
     an_undecodable_photo_ends_failed_and_keeps_its_original,
     a_replay_minutes_later_shows_derivatives_likes_and_comments,
     likes_are_idempotent_by_method,

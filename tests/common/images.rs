@@ -167,3 +167,27 @@ fn with_exif(plain: &[u8], tiff: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&plain[2..]);
     out
 }
+
+/// A JPEG whose EXIF says when it was taken (`DateTimeOriginal`, "YYYY:MM:DD HH:MM:SS").
+pub fn jpeg_taken_at(w: u32, h: u32, taken: &str) -> Vec<u8> {
+    assert_eq!(taken.len(), 19, "EXIF times are 19 characters");
+    // IFD0 with one entry pointing at the Exif IFD, which holds DateTimeOriginal.
+    let mut tiff = b"MM\0\x2a\0\0\0\x08".to_vec();
+    let exif_ifd = 8 + 2 + 12 + 4;
+    tiff.extend_from_slice(&1u16.to_be_bytes());
+    tiff.extend_from_slice(&0x8769u16.to_be_bytes()); // ExifIFDPointer
+    tiff.extend_from_slice(&4u16.to_be_bytes()); // LONG
+    tiff.extend_from_slice(&1u32.to_be_bytes());
+    tiff.extend_from_slice(&(exif_ifd as u32).to_be_bytes());
+    tiff.extend_from_slice(&0u32.to_be_bytes());
+    let value = exif_ifd + 2 + 12 + 4;
+    tiff.extend_from_slice(&1u16.to_be_bytes());
+    tiff.extend_from_slice(&0x9003u16.to_be_bytes()); // DateTimeOriginal
+    tiff.extend_from_slice(&2u16.to_be_bytes()); // ASCII
+    tiff.extend_from_slice(&20u32.to_be_bytes());
+    tiff.extend_from_slice(&(value as u32).to_be_bytes());
+    tiff.extend_from_slice(&0u32.to_be_bytes());
+    tiff.extend_from_slice(taken.as_bytes());
+    tiff.push(0);
+    with_exif(&jpeg(w, h), &tiff)
+}
