@@ -349,6 +349,23 @@ async fn guests_get_403_on_organiser_endpoints(backend: Backend) {
         assert_eq!(response.status(), StatusCode::FORBIDDEN, "{what}");
         assert_problem(response, StatusCode::FORBIDDEN, "forbidden").await;
     }
+    // Whatever the id or body: a guest learns only that this is the organiser's.
+    let other = app.create_event().await;
+    let carl = app.join(&other, "Carl").await;
+    let theirs = upload_ok(&app, &carl, &images::jpeg(64, 64)).await;
+    for (what, path, body) in [
+        (
+            "another event's upload",
+            format!("/api/v1/uploads/{}", theirs["id"].as_str().expect("id")),
+            json!({"hidden": true}),
+        ),
+        ("an unknown upload", format!("/api/v1/uploads/{}", Uuid::now_v7()), json!({"hidden": true})),
+        ("a malformed body", format!("/api/v1/uploads/{id}"), json!({"hidden": "yes"})),
+    ] {
+        let response = c.patch(app.url(&path)).bearer_auth(&anna.token).json(&body).send().await.expect("PATCH");
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{what}");
+        assert_problem(response, StatusCode::FORBIDDEN, "forbidden").await;
+    }
     let (_, still) = app.get_json(&format!("/api/v1/uploads/{id}"), &anna.token).await;
     assert_ne!(still["status"], "hidden", "nothing changed");
 }
@@ -451,6 +468,27 @@ async fn a_restart_finishes_the_derivatives_the_last_run_did_not_make(backend: B
     assert_eq!(status, StatusCode::OK);
 }
 
+async fn a_photo_deleted_before_its_derivatives_gets_none(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options { derivative_workers: Some(0), ..Options::default() }).await;
+    let event = app.create_event().await;
+    let anna = app.join(&event, "Anna").await;
+    let upload = upload_ok(&app, &anna, &images::jpeg(640, 480)).await;
+    let id = upload["id"].as_str().expect("id").to_owned();
+    let response = app.client.delete(app.url(&format!("/api/v1/uploads/{id}"))).bearer_auth(&anna.token).send().await;
+    assert_eq!(response.expect("DELETE").status(), StatusCode::NO_CONTENT);
+
+    let app = app.restart_with(Options::default()).await;
+    for _ in 0..100 {
+        if app.db.pending_derivative_jobs().await.expect("jobs") == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(app.db.pending_derivative_jobs().await.expect("jobs"), 0, "the job ended");
+    assert_eq!(app.derivative_files(), Vec::<std::path::PathBuf>::new(), "nothing made for a deleted photo");
+    assert_eq!(app.blob_files(), Vec::<std::path::PathBuf>::new());
+}
+
 async fn the_live_stream_tells_of_new_and_removed_photos(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
@@ -530,7 +568,9 @@ async fn two_instances_on_one_postgres_make_each_derivative_once() {
         assert_eq!(settled(&a, &anna.token, id).await["status"], "ready");
     }
     use std::sync::atomic::Ordering::Relaxed;
+    let started = |app: &TestApp| app.state.derivatives.started.load(Relaxed);
     let made = |app: &TestApp| app.state.derivatives.made.load(Relaxed);
+    assert_eq!(started(&a) + started(&b), 12, "each upload decoded once (a: {}, b: {})", started(&a), started(&b));
     assert_eq!(made(&a) + made(&b), 12, "each upload's derivatives made once (a: {}, b: {})", made(&a), made(&b));
     assert_eq!(a.state.derivatives.failed.load(Relaxed) + b.state.derivatives.failed.load(Relaxed), 0);
     assert_eq!(a.db.pending_derivative_jobs().await.expect("jobs"), 0);
@@ -552,5 +592,6 @@ both_backends!(
     media_urls_work_with_the_cookie_alone,
     export_zip_holds_exactly_the_visible_originals,
     a_restart_finishes_the_derivatives_the_last_run_did_not_make,
+    a_photo_deleted_before_its_derivatives_gets_none,
     the_live_stream_tells_of_new_and_removed_photos,
 );

@@ -40,3 +40,7 @@ CREATE TABLE live_feed (
     created_at TIMESTAMPTZ NOT NULL
 );
 CREATE INDEX live_feed_created ON live_feed (created_at);
+
+-- Uploads stored before derivatives existed get their job now.
+INSERT INTO derivative_jobs (upload_id, run_after, created_at)
+SELECT id, created_at, created_at FROM uploads WHERE status = 'processing' AND deleted_at IS NULL;

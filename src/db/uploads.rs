@@ -201,25 +201,26 @@ impl Tx {
             .await)
     }
 
-    /// Hides or shows a live upload; `Some(changed)`, or `None` when it is deleted or unknown.
-    pub async fn set_upload_hidden(&mut self, id: Uuid, hidden: bool) -> sqlx::Result<Option<bool>> {
-        let before: Option<bool> = on_tx!(self, tx => sqlx::query_scalar(
-            "SELECT hidden FROM uploads WHERE id = $1 AND deleted_at IS NULL",
+    /// Hides or shows a live upload. `Some(Some(status))` when it changed (its status, read
+    /// under the row lock the change holds until commit), `Some(None)` when it already was so,
+    /// `None` when it is deleted or unknown.
+    pub async fn set_upload_hidden(&mut self, id: Uuid, hidden: bool) -> sqlx::Result<Option<Option<String>>> {
+        let changed: Option<String> = on_tx!(self, tx => sqlx::query_scalar(
+            "UPDATE uploads SET hidden = $2 WHERE id = $1 AND deleted_at IS NULL AND hidden <> $2 RETURNING status",
+        )
+        .bind(id)
+        .bind(hidden)
+        .fetch_optional(&mut **tx)
+        .await)?;
+        if changed.is_some() {
+            return Ok(Some(changed));
+        }
+        let live: Option<i64> = on_tx!(self, tx => sqlx::query_scalar(
+            "SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NULL",
         )
         .bind(id)
         .fetch_optional(&mut **tx)
         .await)?;
-        let Some(before) = before else {
-            return Ok(None);
-        };
-        if before != hidden {
-            on_tx!(self, tx => sqlx::query("UPDATE uploads SET hidden = $2 WHERE id = $1")
-                .bind(id)
-                .bind(hidden)
-                .execute(&mut **tx)
-                .await
-                .map(|r| r.rows_affected()))?;
-        }
-        Ok(Some(before != hidden))
+        Ok(live.map(|_| None))
     }
 }

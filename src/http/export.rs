@@ -46,16 +46,27 @@ async fn export(
         return Err(ApiError::Forbidden);
     }
     let (writer, reader) = tokio::io::duplex(PIPE_BYTES);
+    let (outcome, failed) = tokio::sync::oneshot::channel::<std::io::Error>();
     let event_id = event.id;
     tokio::spawn(async move {
         match write_archive(&state, event_id, writer).await {
             Ok(entries) => tracing::info!(%event_id, entries, "export sent"),
-            // The client sees a truncated download; the ZIP's missing directory makes it unusable
-            // rather than silently incomplete.
-            Err(e) => tracing::warn!(%event_id, error = %e, "export stopped"),
+            Err(e) => {
+                tracing::warn!(%event_id, error = %e, "export stopped");
+                let _ = outcome.send(std::io::Error::other(e));
+            }
         }
     });
-    let mut response = Response::new(Body::from_stream(ReaderStream::new(reader)));
+    // After the archive's last byte: if writing it failed, the body ends in an error, so the
+    // connection is cut and the browser reports a failed download instead of a finished one.
+    let ending = futures_util::stream::once(async move {
+        match failed.await {
+            Ok(error) => Some(Err(error)),
+            Err(_) => None,
+        }
+    })
+    .filter_map(std::future::ready);
+    let mut response = Response::new(Body::from_stream(ReaderStream::new(reader).chain(ending)));
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/zip"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -80,11 +91,15 @@ async fn write_archive(state: &AppState, event_id: Uuid, pipe: DuplexStream) -> 
             let original = BlobKey::Original { event_id, upload_id: row.id };
             let blob = match state.blobs.get(original, None).await {
                 // Between its commit and the move to the final key, an upload is still temporary.
-                Err(object_store::Error::NotFound { .. }) => state.blobs.get(BlobKey::Temp(row.id), None).await?,
+                Err(object_store::Error::NotFound { .. }) => match state.blobs.get(BlobKey::Temp(row.id), None).await {
+                    // Deleted since this page was read: it is no longer part of the event.
+                    Err(object_store::Error::NotFound { .. }) => continue,
+                    other => other?,
+                },
                 other => other?,
             };
             let entry = ZipEntryBuilder::new(entry_name(row, &mut names).into(), Compression::Stored)
-                .last_modification_date(ZipDateTime::from_chrono(&row.taken_at.unwrap_or(row.created_at)));
+                .last_modification_date(zip_time(row.taken_at.unwrap_or(row.created_at)));
             let mut writer = zip.write_entry_stream(entry).await?;
             let mut chunks = blob.into_stream();
             while let Some(chunk) = chunks.next().await {
@@ -96,6 +111,12 @@ async fn write_archive(state: &AppState, event_id: Uuid, pipe: DuplexStream) -> 
     }
     zip.close().await?;
     Ok(entries)
+}
+
+/// ZIP times start in 1980; a camera whose clock was never set says 1970.
+fn zip_time(t: chrono::DateTime<chrono::Utc>) -> ZipDateTime {
+    let earliest = chrono::DateTime::parse_from_rfc3339("1980-01-01T00:00:00Z").map(|d| d.to_utc()).unwrap_or(t);
+    ZipDateTime::from_chrono(&t.max(earliest))
 }
 
 /// `<guest> - <file name>`, cleaned for every unzip tool, unique within the archive.

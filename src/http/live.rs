@@ -66,9 +66,11 @@ impl Listener {
             let news = match item {
                 Ok(news) if news.event_id == self.event_id => news,
                 Ok(_) => continue,
+                // News was lost (a `removed` among it, perhaps): end the stream; the client
+                // reconnects and reads the gallery afresh.
                 Err(RecvError::Lagged(missed)) => {
-                    tracing::warn!(missed, "a live listener fell behind");
-                    continue;
+                    tracing::warn!(missed, "a live listener fell behind; ending its stream");
+                    return None;
                 }
                 Err(RecvError::Closed) => return None,
             };

@@ -1,6 +1,7 @@
 //! Uploads: the deduplicated upload (the use case lives in `ingest`), reading one upload,
 //! the by-client-id preflight, the event listing, hiding and deleting.
 
+use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -13,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::IDEMPOTENT_REPLAYED;
-use super::extract::{Guest, JsonBody, Viewer};
+use super::extract::{Guest, Viewer};
 use super::views::UploadJson;
 use crate::app::AppState;
 use crate::blobs::BlobKey;
@@ -172,9 +173,15 @@ async fn change_upload(
     viewer: Viewer,
     Path(id): Path<String>,
     write: Write,
-    JsonBody(body): JsonBody<ChangeUpload>,
+    body: Bytes,
 ) -> ApiResult<Response> {
+    // Organiser-only: a guest learns nothing more than that, whatever the id or the body.
+    if viewer.organiser.is_none() {
+        return Err(ApiError::Forbidden);
+    }
     let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
+    let body: ChangeUpload = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::InvalidRequest(format!("the body must be {{\"hidden\": true|false}}: {e}")))?;
     let row = visible_upload(&state, &viewer, id).await?;
     if !viewer.is_organiser_of(row.event_id) {
         return Err(ApiError::Forbidden);
@@ -184,16 +191,21 @@ async fn change_upload(
         tx.rollback().await?;
         return Err(ApiError::NotFound);
     };
-    if changed {
-        let kind = if body.hidden { LiveKind::Removed } else { LiveKind::Upload };
-        // A photo still being processed is announced when it becomes ready.
-        if body.hidden || row.status == "ready" {
-            tx.append_live(row.event_id, kind, id).await?;
-        }
+    // Hiding is news at once; showing again only once there is something to show (a photo
+    // still processing is announced when it becomes ready).
+    let news = match changed.as_deref() {
+        Some(_) if body.hidden => Some(LiveKind::Removed),
+        Some("ready") => Some(LiveKind::Upload),
+        _ => None,
+    };
+    if let Some(kind) = news {
+        tx.append_live(row.event_id, kind, id).await?;
     }
     let row = tx.upload_by_id(id).await?.ok_or(ApiError::NotFound)?;
     let response = tx.commit(Json(UploadJson::new(&row)).into_response()).await?;
-    state.live.poke();
+    if news.is_some() {
+        state.live.poke();
+    }
     tracing::info!(upload_id = %id, hidden = body.hidden, "upload visibility changed");
     Ok(response)
 }

@@ -24,21 +24,32 @@ use crate::media::{self, Sniffer};
 /// How often an idle worker looks for jobs queued by another instance (its own instance
 /// wakes it at once).
 const POLL: Duration = Duration::from_secs(2);
-/// Attempts before a job that keeps failing for passing reasons (storage) gives up.
-const MAX_ATTEMPTS: i32 = 5;
+/// Claims of one job before it gives up: passing failures (storage unreachable) back off up to
+/// `MAX_BACKOFF` between tries, so about an hour of outage is waited out; a job whose worker
+/// keeps dying (a photo that exhausts memory) ends as failed instead of killing every instance.
+const MAX_ATTEMPTS: i32 = 10;
+const MAX_BACKOFF: Duration = Duration::from_secs(10 * 60);
 
 /// The workers' shared state: a wake-up for new jobs and what they did, for `/metrics`.
 #[derive(Debug)]
 pub struct DerivativeQueue {
     wake: Notify,
     lease: Duration,
+    /// Derivations begun (decodes started), to see that no upload is worked on twice.
+    pub started: AtomicU64,
     pub made: AtomicU64,
     pub failed: AtomicU64,
 }
 
 impl DerivativeQueue {
     pub fn new(lease: Duration) -> Self {
-        Self { wake: Notify::new(), lease, made: AtomicU64::new(0), failed: AtomicU64::new(0) }
+        Self {
+            wake: Notify::new(),
+            lease,
+            started: AtomicU64::new(0),
+            made: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        }
     }
 
     /// A job was queued on this instance: one idle worker starts on it now.
@@ -86,10 +97,17 @@ enum Outcome {
 
 #[tracing::instrument(skip_all, fields(upload_id = %job.upload_id, attempt = job.attempts))]
 async fn run(state: &AppState, job: ClaimedJob) {
+    if job.attempts > MAX_ATTEMPTS {
+        let outcome = Outcome::Undecodable(format!("given up after {MAX_ATTEMPTS} attempts"));
+        if let Err(e) = finish(state, &job, &outcome).await {
+            tracing::warn!(error = %e, "could not finish a derivative job; its lease will end");
+        }
+        return;
+    }
     let outcome = match make(state, &job).await {
         Ok(outcome) => outcome,
         Err(e) if job.attempts < MAX_ATTEMPTS => {
-            let backoff = Duration::from_secs(5 << job.attempts.clamp(0, 6));
+            let backoff = Duration::from_secs(5 << job.attempts.clamp(0, 10)).min(MAX_BACKOFF);
             tracing::warn!(error = %e, retry_in_s = backoff.as_secs(), "derivatives failed; will retry");
             if let Err(e) = state.db.retry_derivative_job(&job, Utc::now() + backoff, &format!("{e:#}")).await {
                 tracing::warn!(error = %e, "could not give the job back; its lease will end");
@@ -117,6 +135,7 @@ async fn make(state: &AppState, job: &ClaimedJob) -> anyhow::Result<Outcome> {
         Err(object_store::Error::NotFound { .. }) => state.blobs.get_all(BlobKey::Temp(upload_id)).await?,
         other => other?,
     };
+    state.derivatives.started.fetch_add(1, Relaxed);
     let max_pixels = state.settings.max_image_pixels;
     let derived = state.blocking.background(move || derive(&original, max_pixels)).await?;
     let derived = match derived {
@@ -150,10 +169,21 @@ async fn finish(state: &AppState, job: &ClaimedJob, outcome: &Outcome) -> anyhow
         tracing::info!("lease lost to another worker; it decides");
         return Ok(());
     };
-    if matches!(outcome, Outcome::Ready) && !upload.hidden && !upload.deleted {
+    let announce = matches!(outcome, Outcome::Ready) && !upload.hidden && !upload.deleted;
+    if announce {
         tx.append_live(upload.event_id, LiveKind::Upload, job.upload_id).await?;
     }
     tx.commit().await?;
+    if announce {
+        state.live.poke();
+    }
+    if upload.deleted {
+        // Deleted while its derivatives were being made: the delete removed what existed then.
+        let (event_id, upload_id) = (upload.event_id, job.upload_id);
+        for key in [BlobKey::Thumb { event_id, upload_id }, BlobKey::Preview { event_id, upload_id }] {
+            state.blobs.delete(key).await?;
+        }
+    }
     let queue = &state.derivatives;
     match outcome {
         Outcome::Ready => {
