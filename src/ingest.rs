@@ -331,7 +331,7 @@ impl UploadSession {
             }
             sniffer.update(&chunk);
             hasher.update(&chunk);
-            writer.write(&chunk).await?;
+            writer.write(chunk).await?;
         };
         if let Some(refusal) = limit {
             if let Err(e) = writer.abort().await {

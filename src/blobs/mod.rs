@@ -2,6 +2,8 @@
 //! bucket for several instances, memory for tests. Every blob has a typed key; an upload is
 //! written under a temporary key, and moved to its final key only after its row committed.
 
+mod local_writer;
+
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -14,6 +16,8 @@ use object_store::path::Path;
 use object_store::prefix::PrefixStore;
 use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, WriteMultipart};
 use uuid::Uuid;
+
+use local_writer::LocalWriter;
 
 /// Where a blob lives. Paths are built only here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,8 +97,11 @@ impl BlobStore {
     }
 
     pub async fn writer(&self, key: BlobKey) -> object_store::Result<BlobWriter> {
+        if let Some(root) = &self.local_root {
+            return Ok(BlobWriter::Local(LocalWriter::new(root.join(key.path().as_ref()))));
+        }
         let upload = self.store.put_multipart(&key.path()).await?;
-        Ok(BlobWriter { inner: WriteMultipart::new_with_chunk_size(upload, self.part_size) })
+        Ok(BlobWriter::Store(WriteMultipart::new_with_chunk_size(upload, self.part_size)))
     }
 
     /// Writes a small blob in one piece (derivatives), replacing what was there.
@@ -172,28 +179,42 @@ impl BlobStore {
     }
 }
 
-/// Streams one blob into the store, a bounded number of parts in flight.
-pub struct BlobWriter {
-    inner: WriteMultipart,
+/// Streams one blob into the store: into a local directory directly (`LocalWriter`), into
+/// any other store as a multipart upload with a bounded number of parts in flight.
+pub enum BlobWriter {
+    Local(LocalWriter),
+    Store(WriteMultipart),
 }
 
 impl BlobWriter {
-    /// Copies the chunk into the part being filled: one contiguous write per part costs less
-    /// than the copy (measured: handing over the connection's small chunks uncopied made each
-    /// part many small writes, +3 ms of server CPU per 5 MB photo).
-    pub async fn write(&mut self, chunk: &[u8]) -> object_store::Result<()> {
-        self.inner.wait_for_capacity(2).await?;
-        self.inner.write(chunk);
-        Ok(())
+    pub async fn write(&mut self, chunk: Bytes) -> object_store::Result<()> {
+        match self {
+            BlobWriter::Local(local) => local.write(chunk).await.map_err(local_error),
+            BlobWriter::Store(multipart) => {
+                multipart.wait_for_capacity(2).await?;
+                multipart.write(&chunk);
+                Ok(())
+            }
+        }
     }
 
     pub async fn finish(self) -> object_store::Result<()> {
-        self.inner.finish().await.map(|_| ())
+        match self {
+            BlobWriter::Local(local) => local.finish().await.map_err(local_error),
+            BlobWriter::Store(multipart) => multipart.finish().await.map(|_| ()),
+        }
     }
 
     pub async fn abort(self) -> object_store::Result<()> {
-        self.inner.abort().await
+        match self {
+            BlobWriter::Local(local) => local.abort().await.map_err(local_error),
+            BlobWriter::Store(multipart) => multipart.abort().await,
+        }
     }
+}
+
+fn local_error(e: std::io::Error) -> object_store::Error {
+    object_store::Error::Generic { store: "local", source: Box::new(e) }
 }
 
 /// Deletes a temporary blob when dropped, unless disarmed once its upload committed and
