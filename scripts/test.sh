@@ -17,10 +17,17 @@ cargo test --locked --all-targets
 if [ -f tests/browser/package.json ]; then
   echo "== Browser tests (Chromium)"
   as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-  if ! command -v chromium >/dev/null 2>&1; then
+  missing=()
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  if [ ${#missing[@]} -gt 0 ]; then
     as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
   cargo build --locked
-  (cd tests/browser && npm ci --no-audit --no-fund --silent && node --test --test-concurrency=1)
+  # One test file at a time where node can be told so (node 20+); each starts its own server.
+  concurrency=()
+  if node --help 2>/dev/null | grep -- --test-concurrency >/dev/null; then concurrency=(--test-concurrency=1); fi
+  (cd tests/browser && npm ci --no-audit --no-fund --silent && node --test "${concurrency[@]}")
 fi
