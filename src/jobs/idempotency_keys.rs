@@ -11,15 +11,7 @@ use crate::app::AppState;
 const EVERY: Duration = Duration::from_secs(10 * 60);
 
 pub fn spawn_sweep(state: AppState) {
-    tokio::spawn(async move {
-        let mut rounds = tokio::time::interval(EVERY);
-        loop {
-            rounds.tick().await;
-            if let Err(e) = sweep(&state).await {
-                tracing::warn!(error = %e, "idempotency key sweep failed");
-            }
-        }
-    });
+    super::every(state, EVERY, "idempotency key sweep", |state| async move { sweep(&state).await.map(|_| ()) });
 }
 
 /// Returns how many keys were forgotten.

@@ -9,21 +9,12 @@ use crate::app::AppState;
 const EVERY: Duration = Duration::from_secs(10 * 60);
 
 pub fn spawn_sweep(state: AppState) {
-    tokio::spawn(async move {
-        let mut rounds = tokio::time::interval(EVERY);
-        loop {
-            rounds.tick().await;
-            if state.db.is_closed() {
-                return;
-            }
-            let Ok(retention) = chrono::Duration::from_std(crate::live::RETENTION) else {
-                return;
-            };
-            match state.db.sweep_live_feed(Utc::now() - retention).await {
-                Ok(0) => {}
-                Ok(swept) => tracing::info!(swept, "old live news forgotten"),
-                Err(e) => tracing::warn!(error = %e, "live feed sweep failed"),
-            }
+    super::every(state, EVERY, "live feed sweep", |state| async move {
+        let retention = chrono::Duration::from_std(crate::live::RETENTION)?;
+        let swept = state.db.sweep_live_feed(Utc::now() - retention).await?;
+        if swept > 0 {
+            tracing::info!(swept, "old live news forgotten");
         }
+        Ok(())
     });
 }

@@ -16,16 +16,12 @@ const MIN_AGE: Duration = Duration::from_secs(15 * 60);
 /// Sweeps at start and then every `MIN_AGE`: after a quick restart (seconds, as a service
 /// manager does it) a crashed upload's blobs are still too young, and the next round gets them.
 pub fn spawn_sweep(state: AppState) {
-    tokio::spawn(async move {
-        let mut rounds = tokio::time::interval(MIN_AGE);
-        loop {
-            rounds.tick().await;
-            match sweep(&state, MIN_AGE).await {
-                Ok((0, 0)) => {}
-                Ok((finalized, deleted)) => tracing::info!(finalized, deleted, "orphan sweep done"),
-                Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),
-            }
+    super::every(state, MIN_AGE, "orphan sweep", |state| async move {
+        let (finalized, deleted) = sweep(&state, MIN_AGE).await?;
+        if finalized + deleted > 0 {
+            tracing::info!(finalized, deleted, "orphan sweep done");
         }
+        Ok(())
     });
 }
 
