@@ -105,9 +105,10 @@ async fn relay(mut client: TcpStream, upstream: SocketAddr, faulty: bool, droppe
     };
     match verdict {
         Verdict::Reset => {
+            // Counted before the reset: the client may look at the count as soon as it sees it.
+            dropped.fetch_add(1, Ordering::SeqCst);
             let _ = client.set_zero_linger();
             drop(client);
-            dropped.fetch_add(1, Ordering::SeqCst);
         }
         Verdict::Forwarded => {
             let _ = client.shutdown().await;
