@@ -14,7 +14,10 @@
 //! extractor, streams the file part to a file (256 KiB buffered writes, then a rename) while
 //! hashing it with SHA-256 and answers 201 — the raw limit of this machine. All traffic goes to
 //! 127.0.0.1; every loop is bounded; both children are killed at the end, on error and on Ctrl-C
-//! (the bare server also exits when its stdin, held by the harness, closes).
+//! (the bare server also exits when its stdin, held by the harness, closes). Before every run
+//! (figure A, and each server's turn in every round of figure B) the photos both servers stored
+//! are removed and `sync` waits for the kernel's write-back, so no run pays for an earlier
+//! run's dirty pages.
 //!
 //! * Figure A — peak RSS (`VmHWM`) of the freshly started server while 32 clients upload the
 //!   same ~5 MB JPEG (256 uploads by default; the peak is reset through `/proc/<pid>/clear_refs`
@@ -81,6 +84,11 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     skip: Vec<String>,
 
+    /// Extra environment for the confetti server only, as KEY=VALUE (repeatable): to compare
+    /// settings such as glibc's `MALLOC_MMAP_THRESHOLD_` against the same bare server.
+    #[arg(long = "confetti-env", value_parser = parse_env)]
+    confetti_env: Vec<(String, String)>,
+
     /// Also write the generated JPEG to this file (to replay by hand with curl).
     #[arg(long)]
     save_jpeg: Option<PathBuf>,
@@ -88,6 +96,10 @@ struct Args {
     /// Internal: run as the bare reference server on 127.0.0.1:PORT, storing files in DIR.
     #[arg(long, num_args = 2, value_names = ["PORT", "DIR"], hide = true)]
     bare_server: Option<Vec<String>>,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    s.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())).ok_or_else(|| format!("{s:?} is not KEY=VALUE"))
 }
 
 const ADMIN_TOKEN: &str = "bench-admin-token-0123456789abcdef";
@@ -162,7 +174,7 @@ async fn bench(args: Args) -> Result<()> {
     let max_workers = args.concurrency.iter().copied().chain([args.rss_concurrency, 1]).max().unwrap_or(1);
 
     // Children are killed and reaped when these guards drop, before their temp dirs go.
-    let confetti = Server::start_confetti(&confetti_bin).await?;
+    let confetti = Server::start_confetti(&confetti_bin, &args.confetti_env).await?;
     let bare = Server::start_bare().await?;
     let client = reqwest::Client::builder().no_proxy().timeout(REQUEST_TIMEOUT).pool_max_idle_per_host(256).build()?;
     let event = setup_event(&client, &confetti, max_workers).await?;
@@ -171,12 +183,14 @@ async fn bench(args: Args) -> Result<()> {
         pid: confetti.pid(),
         url: format!("{}/api/v1/events/{}/uploads", confetti.base, event.slug),
         tokens: event.guest_tokens.clone(),
+        stored: confetti.stored.clone(),
     };
     let bare_target = Target {
         name: "bare",
         pid: bare.pid(),
         url: format!("{}/api/v1/events/{}/uploads", bare.base, event.slug),
         tokens: event.guest_tokens.clone(),
+        stored: bare.stored.clone(),
     };
 
     let mut report = String::new();
@@ -201,6 +215,10 @@ async fn bench(args: Args) -> Result<()> {
             modified(&confetti_bin)
         ),
     );
+    if !args.confetti_env.is_empty() {
+        let env: Vec<String> = args.confetti_env.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        line(&mut report, format!("- confetti's extra environment: {}\n", env.join(" ")));
+    }
 
     let body = jpeg.bytes.clone();
 
@@ -225,6 +243,7 @@ async fn bench(args: Args) -> Result<()> {
         line(&mut report, "| --- | ---: | ---: | ---: | ---: |".into());
         let mut confetti_peak_kib = 0;
         for target in [&confetti_target, &bare_target] {
+            clean_disk(&[&confetti_target, &bare_target])?;
             let before = proc_status(target.pid)?;
             let reset = reset_peak(target.pid);
             let run = run_uploads(&client, target, &body, args.rss_uploads, args.rss_concurrency).await?;
@@ -282,6 +301,7 @@ async fn bench(args: Args) -> Result<()> {
             for round in 1..=args.rounds {
                 let mut walls = [0.0f64; 2];
                 for (i, target) in [&confetti_target, &bare_target].into_iter().enumerate() {
+                    clean_disk(&[&confetti_target, &bare_target])?;
                     // Warm-up: one upload per client, connections open; not measured.
                     reset_peak(target.pid);
                     run_uploads(&client, target, &body, c, c).await?;
@@ -474,6 +494,8 @@ struct Target {
     url: String,
     /// One guest per concurrent client.
     tokens: Vec<String>,
+    /// Where the server keeps the photos it stored; emptied before every run.
+    stored: PathBuf,
 }
 
 struct Run {
@@ -638,11 +660,13 @@ struct Server {
     _stdin: Option<ChildStdin>,
     base: String,
     log: PathBuf,
+    /// Where it keeps the photos it stored.
+    stored: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Server {
-    async fn start_confetti(bin: &Path) -> Result<Self> {
+    async fn start_confetti(bin: &Path, env: &[(String, String)]) -> Result<Self> {
         let dir = tempfile::Builder::new().prefix("confetti-bench-").tempdir()?;
         let addr = free_loopback_port()?;
         let log = dir.path().join("server.log");
@@ -662,12 +686,15 @@ impl Server {
             .env_remove("CONFETTI_STORAGE")
             .env_remove("CONFETTI_DATA_DIR")
             .env_remove("CONFETTI_BIND")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log_file.try_clone()?)
             .stderr(log_file)
             .spawn()
             .with_context(|| format!("starting {}", bin.display()))?;
-        let server = Server { name: "confetti", child, _stdin: None, base: format!("http://{addr}"), log, _dir: dir };
+        let stored = data.join("blobs/originals");
+        let server =
+            Server { name: "confetti", child, _stdin: None, base: format!("http://{addr}"), log, stored, _dir: dir };
         server.wait_healthy().await?;
         Ok(server)
     }
@@ -689,7 +716,15 @@ impl Server {
             .spawn()
             .context("starting the bare server")?;
         let stdin = child.stdin.take();
-        let server = Server { name: "bare", child, _stdin: stdin, base: format!("http://{addr}"), log, _dir: dir };
+        let server = Server {
+            name: "bare",
+            child,
+            _stdin: stdin,
+            base: format!("http://{addr}"),
+            log,
+            stored: files,
+            _dir: dir,
+        };
         server.wait_healthy().await?;
         Ok(server)
     }
@@ -726,6 +761,23 @@ impl Drop for Server {
 }
 
 /// A free port on 127.0.0.1 (closed again right away; the child binds it a moment later).
+/// Removes the photos both servers stored and waits until the kernel has written back
+/// what is dirty, so that every run starts from the same page cache: otherwise the gigabytes
+/// written by earlier runs are flushed during later ones, slowing whichever server runs then.
+fn clean_disk(targets: &[&Target]) -> Result<()> {
+    for target in targets {
+        match std::fs::remove_dir_all(&target.stored) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("emptying {}", target.stored.display()));
+            }
+            _ => std::fs::create_dir_all(&target.stored)?,
+        }
+    }
+    let status = Command::new("sync").status().context("running sync")?;
+    ensure!(status.success(), "sync failed: {status}");
+    Ok(())
+}
+
 fn free_loopback_port() -> Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?)
