@@ -43,20 +43,12 @@ async fn run(backend: &str, database_url: Option<String>, samples: usize) -> any
     let data = tempfile::tempdir()?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let args = ServeArgs {
-        site: SiteArgs { data_dir: data.path().into(), database_url, public_url: Some(format!("http://{addr}")) },
-        bind: addr,
-        storage: None,
-        max_upload_bytes: 50 << 20,
-        max_image_pixels: 100_000_000,
-        guest_quota_bytes: 1 << 30,
-        no_demo: true,
-        idempotency_lease_s: 30,
-        idempotency_retention_s: 86_400,
-        derivative_workers: None,
-        derivative_lease_s: 120,
-        shutdown_grace_s: 5,
-    };
+    let site = SiteArgs { data_dir: data.path().into(), database_url, public_url: Some(format!("http://{addr}")) };
+    let mut args = ServeArgs::defaults(site)?;
+    args.bind = addr;
+    args.guest_quota_bytes = 1 << 30;
+    args.no_demo = true;
+    args.min_free_bytes = 0;
     let state = AppState::open(&args, ADMIN.into()).await?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(app::serve(listener, state, async {

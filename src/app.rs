@@ -37,6 +37,22 @@ pub struct Settings {
     pub idempotency_retention_s: u64,
     /// Derivative workers on this instance.
     pub derivative_workers: usize,
+    pub header_timeout: Duration,
+    pub body_idle_timeout: Duration,
+    pub idle_timeout: Duration,
+    /// `None`: derived from the open-files limit when serving.
+    pub max_connections: Option<usize>,
+    /// As given (`--trusted-proxy`): addresses or CIDR ranges.
+    pub trusted_proxies: Vec<String>,
+    pub organiser_session: Duration,
+    /// When set, `/metrics` is served there only.
+    pub metrics_bind: Option<SocketAddr>,
+    /// When set, `/metrics` needs this bearer token.
+    pub metrics_token: Option<String>,
+    /// Storage cap of new events (all guests together).
+    pub event_storage_cap_bytes: i64,
+    /// Uploads are refused while the local photo store has less free space.
+    pub min_free_bytes: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -73,6 +89,16 @@ impl AppState {
                 guest_quota_bytes: args.guest_quota_bytes,
                 idempotency_lease_s: args.idempotency_lease_s,
                 idempotency_retention_s: args.idempotency_retention_s,
+                header_timeout: Duration::from_secs(args.header_timeout_s),
+                body_idle_timeout: Duration::from_secs(args.body_idle_timeout_s),
+                idle_timeout: Duration::from_secs(args.idle_timeout_s),
+                max_connections: args.max_connections,
+                trusted_proxies: args.trusted_proxy.clone(),
+                organiser_session: Duration::from_secs(args.organiser_session_s),
+                metrics_bind: args.metrics_bind,
+                metrics_token: crate::config::metrics_token_from_env(),
+                event_storage_cap_bytes: args.event_storage_cap_bytes,
+                min_free_bytes: args.min_free_bytes,
             }),
             blocking,
             admin_token: admin_token.into(),

@@ -75,9 +75,70 @@ pub struct ServeArgs {
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     #[arg(long, env = "CONFETTI_SHUTDOWN_GRACE_S", default_value_t = 30)]
     pub shutdown_grace_s: u64,
+
+    /// Seconds a connection may take to send a request's headers; one that stalls inside
+    /// them is closed.
+    #[arg(long, env = "CONFETTI_HEADER_TIMEOUT_S", default_value_t = 30)]
+    pub header_timeout_s: u64,
+
+    /// Seconds a request body may go without a single byte arriving before it is cut. A phone
+    /// on a bad network is slow, not silent: keep this generous.
+    #[arg(long, env = "CONFETTI_BODY_IDLE_TIMEOUT_S", default_value_t = 60)]
+    pub body_idle_timeout_s: u64,
+
+    /// Seconds a kept-alive connection may sit idle between requests before it is closed.
+    #[arg(long, env = "CONFETTI_IDLE_TIMEOUT_S", default_value_t = 75)]
+    pub idle_timeout_s: u64,
+
+    /// Most connections served at once; further ones wait in the kernel's queue. Default:
+    /// three quarters of the process's open-files limit, leaving room for the database,
+    /// photos being written and logs.
+    #[arg(long, env = "CONFETTI_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+
+    /// Reverse proxies in front of Confetti whose `X-Forwarded-For` names the real client
+    /// (addresses or CIDR ranges, comma-separated). Without it, the connection's own address
+    /// is the client's (for login and join throttling).
+    #[arg(long, env = "CONFETTI_TRUSTED_PROXY", value_delimiter = ',')]
+    pub trusted_proxy: Vec<String>,
+
+    /// Seconds an organiser's login lasts; after that the organiser logs in again.
+    #[arg(long, env = "CONFETTI_ORGANISER_SESSION_S", default_value_t = 7 * 24 * 60 * 60)]
+    pub organiser_session_s: u64,
+
+    /// Serve `/metrics` only on this separate address (e.g. `127.0.0.1:9090`), not on the
+    /// public one. `CONFETTI_METRICS_TOKEN`, when set, also requires `Authorization: Bearer`.
+    #[arg(long, env = "CONFETTI_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
+
+    /// Storage cap of each new event, all guests together, in bytes (joining again does not
+    /// add to it).
+    #[arg(long, env = "CONFETTI_EVENT_STORAGE_CAP_BYTES", default_value_t = 100 * 1024 * 1024 * 1024)]
+    pub event_storage_cap_bytes: i64,
+
+    /// Uploads are refused (507) while the photo store's disk has less free space than this,
+    /// in bytes (local storage only).
+    #[arg(long, env = "CONFETTI_MIN_FREE_BYTES", default_value_t = 1024 * 1024 * 1024)]
+    pub min_free_bytes: u64,
+}
+
+impl ServeArgs {
+    /// Every setting as `confetti serve` would have it with no flags (the environment still
+    /// applies), for the given site: what tests and benchmarks start from.
+    pub fn defaults(site: SiteArgs) -> anyhow::Result<Self> {
+        use clap::{Args as _, FromArgMatches as _};
+        let command = Self::augment_args(clap::Command::new("serve").no_binary_name(true));
+        let matches = command.try_get_matches_from(Vec::<String>::new())?;
+        Ok(Self { site, ..Self::from_arg_matches(&matches)? })
+    }
 }
 
 /// The instance admin's token; from the environment, never a flag (flags show in `ps`).
 pub fn admin_token_from_env() -> Option<String> {
     std::env::var("CONFETTI_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty())
+}
+
+/// The token `/metrics` asks for, when set; from the environment, never a flag.
+pub fn metrics_token_from_env() -> Option<String> {
+    std::env::var("CONFETTI_METRICS_TOKEN").ok().filter(|t| !t.trim().is_empty())
 }

@@ -68,6 +68,12 @@ pub enum ApiError {
     IdempotencyKeyInFlight { retry_after_s: u64 },
     #[error("this Idempotency-Key was used for a different request")]
     IdempotencyKeyReused,
+    #[error("the request body is larger than the limit of {limit_bytes} bytes")]
+    BodyTooLarge { limit_bytes: u64 },
+    #[error("this event's storage is full: {remaining_bytes} of {cap_bytes} bytes left for all guests together")]
+    EventStorageFull { cap_bytes: i64, remaining_bytes: i64 },
+    #[error("the server is running out of disk space; uploads are paused until its operator makes room")]
+    InsufficientStorage,
     #[error("the range starts beyond the end of the file ({len} bytes)")]
     RangeNotSatisfiable { len: u64 },
     #[error("this resource does not allow that method")]
@@ -99,7 +105,12 @@ impl ApiError {
             | IdempotencyKeyMismatch
             | InvalidRequest(_)
             | InvalidCursor(_) => StatusCode::BAD_REQUEST,
-            FileTooLarge { .. } | QuotaExceeded { .. } | ImageTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            FileTooLarge { .. }
+            | QuotaExceeded { .. }
+            | ImageTooLarge { .. }
+            | BodyTooLarge { .. }
+            | EventStorageFull { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
             UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
             InvalidIdempotencyKey => StatusCode::BAD_REQUEST,
@@ -141,6 +152,9 @@ impl ApiError {
             InvalidComment(_) => "invalid_comment",
             InvalidRequest(_) => "invalid_request",
             InvalidCursor(_) => "invalid_cursor",
+            BodyTooLarge { .. } => "body_too_large",
+            EventStorageFull { .. } => "event_storage_full",
+            InsufficientStorage => "insufficient_storage",
             RangeNotSatisfiable { .. } => "range_not_satisfiable",
             InvalidIdempotencyKey => "invalid_idempotency_key",
             IdempotencyKeyInFlight { .. } => "idempotency_key_in_flight",
@@ -154,7 +168,12 @@ impl ApiError {
     /// Extra members a client can act on without parsing `detail` (which limit, how much is left).
     fn extensions(&self) -> serde_json::Value {
         match self {
-            ApiError::FileTooLarge { limit_bytes } => json!({ "limit_bytes": limit_bytes }),
+            ApiError::FileTooLarge { limit_bytes } | ApiError::BodyTooLarge { limit_bytes } => {
+                json!({ "limit_bytes": limit_bytes })
+            }
+            ApiError::EventStorageFull { cap_bytes, remaining_bytes } => {
+                json!({ "cap_bytes": cap_bytes, "remaining_bytes": remaining_bytes })
+            }
             ApiError::QuotaExceeded { quota_bytes, remaining_bytes } => {
                 json!({ "quota_bytes": quota_bytes, "remaining_bytes": remaining_bytes })
             }
@@ -185,7 +204,9 @@ impl From<object_store::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let detail = if status.is_server_error() {
+        // A 5xx keeps its cause in the log; only running out of disk is something the guest
+        // should read as it is.
+        let detail = if status.is_server_error() && !matches!(self, ApiError::InsufficientStorage) {
             tracing::error!(error = ?self, "request failed");
             "The server could not complete this request. It has been logged.".to_owned()
         } else {

@@ -58,6 +58,14 @@ pub struct Options {
     pub idempotency_retention_s: u64,
     /// `Some(0)`: this instance makes no derivatives.
     pub derivative_workers: Option<usize>,
+    pub header_timeout_s: u64,
+    pub body_idle_timeout_s: u64,
+    pub max_connections: Option<usize>,
+    pub trusted_proxy: Vec<String>,
+    pub organiser_session_s: u64,
+    pub event_storage_cap_bytes: i64,
+    /// 0 in tests: a test machine's disk may be fuller than a server's.
+    pub min_free_bytes: u64,
 }
 
 impl Default for Options {
@@ -69,6 +77,13 @@ impl Default for Options {
             idempotency_lease_s: 30,
             idempotency_retention_s: 24 * 60 * 60,
             derivative_workers: None,
+            header_timeout_s: 30,
+            body_idle_timeout_s: 60,
+            max_connections: None,
+            trusted_proxy: Vec::new(),
+            organiser_session_s: 7 * 24 * 60 * 60,
+            event_storage_cap_bytes: 100 * 1024 * 1024 * 1024,
+            min_free_bytes: 0,
         }
     }
 }
@@ -145,24 +160,28 @@ impl TestApp {
     ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let args = ServeArgs {
-            site: SiteArgs {
-                data_dir: data_dir.path().to_path_buf(),
-                database_url: database_url.clone(),
-                public_url: Some(format!("http://{addr}")),
-            },
-            bind: addr,
-            storage: None,
-            max_upload_bytes: options.max_upload_bytes,
-            max_image_pixels: options.max_image_pixels,
-            guest_quota_bytes: options.guest_quota_bytes,
-            no_demo: true,
-            idempotency_lease_s: options.idempotency_lease_s,
-            idempotency_retention_s: options.idempotency_retention_s,
-            derivative_workers: options.derivative_workers,
-            derivative_lease_s: 120,
-            shutdown_grace_s: 5,
+        let site = SiteArgs {
+            data_dir: data_dir.path().to_path_buf(),
+            database_url: database_url.clone(),
+            public_url: Some(format!("http://{addr}")),
         };
+        let mut args = ServeArgs::defaults(site).expect("default settings");
+        args.bind = addr;
+        args.max_upload_bytes = options.max_upload_bytes;
+        args.max_image_pixels = options.max_image_pixels;
+        args.guest_quota_bytes = options.guest_quota_bytes;
+        args.no_demo = true;
+        args.idempotency_lease_s = options.idempotency_lease_s;
+        args.idempotency_retention_s = options.idempotency_retention_s;
+        args.derivative_workers = options.derivative_workers;
+        args.shutdown_grace_s = 5;
+        args.header_timeout_s = options.header_timeout_s;
+        args.body_idle_timeout_s = options.body_idle_timeout_s;
+        args.max_connections = options.max_connections;
+        args.trusted_proxy = options.trusted_proxy.clone();
+        args.organiser_session_s = options.organiser_session_s;
+        args.event_storage_cap_bytes = options.event_storage_cap_bytes;
+        args.min_free_bytes = options.min_free_bytes;
         let state = AppState::open(&args, ADMIN_TOKEN.to_owned()).await.expect("open app state");
         let db = state.db.clone();
         let served_state = state.clone();
