@@ -19,9 +19,10 @@ use crate::blocking::Blocking;
 use crate::config::ServeArgs;
 use crate::db::Db;
 use crate::error::ApiError;
+use crate::http::client_addr::TrustedProxies;
 use crate::jobs::derivatives::DerivativeQueue;
 use crate::live::LiveHub;
-use crate::throttle::LoginThrottle;
+use crate::throttle::Throttle;
 
 /// Limits and addresses every request may need.
 #[derive(Clone, Debug)]
@@ -42,8 +43,8 @@ pub struct Settings {
     pub idle_timeout: Duration,
     /// `None`: derived from the open-files limit when serving.
     pub max_connections: Option<usize>,
-    /// As given (`--trusted-proxy`): addresses or CIDR ranges.
-    pub trusted_proxies: Vec<String>,
+    /// `--trusted-proxy`: whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: TrustedProxies,
     pub organiser_session: Duration,
     /// When set, `/metrics` is served there only.
     pub metrics_bind: Option<SocketAddr>,
@@ -62,7 +63,7 @@ pub struct AppState {
     pub blocking: Blocking,
     pub settings: Arc<Settings>,
     pub admin_token: Arc<str>,
-    pub login_throttle: Arc<LoginThrottle>,
+    pub throttle: Arc<Throttle>,
     pub idempotency_metrics: Arc<crate::idempotency::Metrics>,
     pub derivatives: Arc<DerivativeQueue>,
     pub live: Arc<LiveHub>,
@@ -71,6 +72,9 @@ pub struct AppState {
 impl AppState {
     /// Connects the database (running migrations) and opens the blob store.
     pub async fn open(args: &ServeArgs, admin_token: String) -> anyhow::Result<Self> {
+        // Checked before anything is opened: a mistyped proxy stops the start, not the first login.
+        let trusted_proxies =
+            TrustedProxies::parse(&args.trusted_proxy).map_err(|e| anyhow::anyhow!("--trusted-proxy: {e}"))?;
         let db = Db::connect(args.site.database_url.as_deref(), &args.site.data_dir).await?;
         let blobs = BlobStore::open(args.storage.as_deref(), &args.site.data_dir)?;
         let public_url = crate::bootstrap::public_url(args.site.public_url.as_deref(), args.bind);
@@ -93,7 +97,7 @@ impl AppState {
                 body_idle_timeout: Duration::from_secs(args.body_idle_timeout_s),
                 idle_timeout: Duration::from_secs(args.idle_timeout_s),
                 max_connections: args.max_connections,
-                trusted_proxies: args.trusted_proxy.clone(),
+                trusted_proxies,
                 organiser_session: Duration::from_secs(args.organiser_session_s),
                 metrics_bind: args.metrics_bind,
                 metrics_token: crate::config::metrics_token_from_env(),
@@ -102,7 +106,7 @@ impl AppState {
             }),
             blocking,
             admin_token: admin_token.into(),
-            login_throttle: Arc::new(LoginThrottle::default()),
+            throttle: Arc::new(Throttle::default()),
             idempotency_metrics: Arc::default(),
         })
     }

@@ -1,6 +1,9 @@
-//! Organiser login throttling: after repeated wrong passwords from one client address for
-//! one event, further attempts are refused for a while (429 with Retry-After), doubling
-//! with each further failure. Kept per instance: it slows guessing, it is not a ledger.
+//! Guessing throttle for the two secrets a stranger can try: an event's organiser password and
+//! its join token. Attempts are counted per (purpose, client address, event) *before* the secret
+//! is checked, and an attempt stays counted as a failure unless it succeeds, so many guesses sent
+//! at once cannot all slip past the lock. After the free attempts, further ones are refused for
+//! a while (429 with Retry-After), doubling with each further failure. Kept per instance and
+//! bounded in memory: it slows guessing, it is not a ledger.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -15,49 +18,109 @@ const FIRST_LOCK: Duration = Duration::from_secs(30);
 const MAX_LOCK: Duration = Duration::from_secs(15 * 60);
 const MAX_ENTRIES: usize = 10_000;
 
+/// Which secret is being guessed: each has its own count, so a guest mistyping a link does
+/// not lock the organiser's login, nor the other way round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Purpose {
+    OrganiserLogin,
+    Join,
+}
+
+/// A client as the throttle counts it. An IPv6 client is its /64: one host usually holds a
+/// whole /64, and counting its addresses one by one would hand a guesser 2^64 fresh starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ClientKey(IpAddr);
+
+impl ClientKey {
+    fn of(ip: IpAddr) -> Self {
+        match ip.to_canonical() {
+            IpAddr::V6(v6) => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                ClientKey(IpAddr::V6(prefix.into()))
+            }
+            v4 => ClientKey(v4),
+        }
+    }
+}
+
+type Key = (Purpose, ClientKey, Uuid);
+
 #[derive(Debug, Default)]
-pub struct LoginThrottle {
-    entries: Mutex<HashMap<(IpAddr, Uuid), Entry>>,
+pub struct Throttle {
+    entries: Mutex<HashMap<Key, Entry>>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     failures: u32,
-    last_failure: Instant,
+    last_attempt: Instant,
     locked_until: Option<Instant>,
 }
 
-impl LoginThrottle {
-    /// `Err(seconds)` while this client must wait before trying again.
-    pub fn check(&self, client: IpAddr, event: Uuid) -> Result<(), u64> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        match entries.get(&(client, event)).and_then(|e| e.locked_until) {
-            Some(until) if until > Instant::now() => Err((until - Instant::now()).as_secs().max(1)),
-            _ => Ok(()),
-        }
+/// An attempt that has been counted. Unless `succeeded` is called, it stays a failure (so a
+/// request cut off mid-check costs the guesser an attempt too).
+#[must_use = "call `succeeded` when the secret was right"]
+pub struct Attempt<'a> {
+    throttle: &'a Throttle,
+    key: Key,
+}
+
+impl Attempt<'_> {
+    /// The secret was right: the client's count for this event starts again.
+    pub fn succeeded(self) {
+        self.throttle.lock().remove(&self.key);
+    }
+}
+
+impl Throttle {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn failed(&self, client: IpAddr, event: Uuid) {
+    /// Counts an attempt before the secret is checked. `Err(seconds)` while this client must
+    /// wait; the refused attempt is not counted (waiting is not guessing).
+    pub fn begin(&self, purpose: Purpose, client: IpAddr, event: Uuid) -> Result<Attempt<'_>, u64> {
+        let key = (purpose, ClientKey::of(client), event);
         let now = Instant::now();
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= MAX_ENTRIES {
-            entries.retain(|_, e| now.duration_since(e.last_failure) < WINDOW);
+        let mut entries = self.lock();
+        if let Some(until) = entries.get(&key).and_then(|e| e.locked_until)
+            && until > now
+        {
+            return Err((until - now).as_secs_f64().ceil().max(1.0) as u64);
         }
-        let entry =
-            entries.entry((client, event)).or_insert(Entry { failures: 0, last_failure: now, locked_until: None });
-        if now.duration_since(entry.last_failure) >= WINDOW {
-            *entry = Entry { failures: 0, last_failure: now, locked_until: None };
+        if entries.len() >= MAX_ENTRIES && !entries.contains_key(&key) {
+            make_room(&mut entries, now);
+        }
+        let entry = entries.entry(key).or_insert(Entry { failures: 0, last_attempt: now, locked_until: None });
+        if now.duration_since(entry.last_attempt) >= WINDOW {
+            *entry = Entry { failures: 0, last_attempt: now, locked_until: None };
         }
         entry.failures += 1;
-        entry.last_failure = now;
+        entry.last_attempt = now;
         if entry.failures >= FREE_FAILURES {
             let doublings = (entry.failures - FREE_FAILURES).min(10);
             entry.locked_until = Some(now + (FIRST_LOCK * 2u32.pow(doublings)).min(MAX_LOCK));
         }
+        Ok(Attempt { throttle: self, key })
     }
 
-    pub fn succeeded(&self, client: IpAddr, event: Uuid) {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).remove(&(client, event));
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+/// Keeps the map under its cap: forget what is older than the window and no longer locked; if
+/// every entry is recent (many addresses guessing at once), forget the one idle longest. That
+/// frees a guesser's own entry sooner than its lock would, but only for one who already
+/// commands more addresses than the cap, and it keeps memory bounded whatever arrives.
+fn make_room(entries: &mut HashMap<Key, Entry>, now: Instant) {
+    entries.retain(|_, e| now.duration_since(e.last_attempt) < WINDOW || e.locked_until.is_some_and(|u| u > now));
+    while entries.len() >= MAX_ENTRIES {
+        let Some(oldest) = entries.iter().min_by_key(|(_, e)| e.last_attempt).map(|(k, _)| *k) else {
+            break;
+        };
+        entries.remove(&oldest);
     }
 }
 
@@ -65,18 +128,61 @@ impl LoginThrottle {
 mod tests {
     use super::*;
 
+    const LOGIN: Purpose = Purpose::OrganiserLogin;
+
     #[test]
-    fn the_fifth_failure_locks_the_client_out() {
-        let t = LoginThrottle::default();
+    fn the_fifth_attempt_locks_the_client_out_until_one_succeeds() {
+        let t = Throttle::default();
+        let (ip, ev) = (IpAddr::from([10, 0, 0, 1]), Uuid::nil());
+        for _ in 0..5 {
+            let _failed = t.begin(LOGIN, ip, ev).expect("a free attempt");
+        }
+        assert!(matches!(t.begin(LOGIN, ip, ev), Err(s) if (1..=30).contains(&s)));
+        assert!(t.begin(LOGIN, IpAddr::from([10, 0, 0, 2]), ev).is_ok(), "other clients are not locked out");
+        assert!(t.begin(Purpose::Join, ip, ev).is_ok(), "joining is counted apart from logging in");
+        assert!(t.begin(LOGIN, ip, Uuid::max()).is_ok(), "other events are counted apart");
+    }
+
+    #[test]
+    fn attempts_in_progress_count_as_failures() {
+        let t = Throttle::default();
+        let (ip, ev) = (IpAddr::from([10, 0, 0, 1]), Uuid::nil());
+        let in_progress: Vec<_> = (0..5).map(|_| t.begin(LOGIN, ip, ev).expect("a free attempt")).collect();
+        assert!(t.begin(LOGIN, ip, ev).is_err(), "a sixth concurrent guess waits");
+        drop(in_progress);
+    }
+
+    #[test]
+    fn a_success_starts_the_count_again() {
+        let t = Throttle::default();
         let (ip, ev) = (IpAddr::from([10, 0, 0, 1]), Uuid::nil());
         for _ in 0..4 {
-            t.failed(ip, ev);
-            assert!(t.check(ip, ev).is_ok());
+            let _failed = t.begin(LOGIN, ip, ev).expect("a free attempt");
         }
-        t.failed(ip, ev);
-        assert!(matches!(t.check(ip, ev), Err(s) if (1..=30).contains(&s)));
-        assert!(t.check(IpAddr::from([10, 0, 0, 2]), ev).is_ok(), "other clients are not locked out");
-        t.succeeded(ip, ev);
-        assert!(t.check(ip, ev).is_ok());
+        t.begin(LOGIN, ip, ev).expect("the fifth attempt is checked").succeeded();
+        for _ in 0..5 {
+            let _failed = t.begin(LOGIN, ip, ev).expect("a fresh count");
+        }
+    }
+
+    #[test]
+    fn an_ipv6_client_is_counted_by_its_64_prefix() {
+        let t = Throttle::default();
+        let ev = Uuid::nil();
+        for i in 0..5u16 {
+            let ip = IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, i]);
+            let _failed = t.begin(LOGIN, ip, ev).expect("a free attempt");
+        }
+        assert!(t.begin(LOGIN, IpAddr::from([0x2001, 0xdb8, 0, 1, 9, 9, 9, 9]), ev).is_err());
+        assert!(t.begin(LOGIN, IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]), ev).is_ok());
+    }
+
+    #[test]
+    fn the_map_never_grows_beyond_its_cap() {
+        let t = Throttle::default();
+        for i in 0..(MAX_ENTRIES as u32 + 500) {
+            let _failed = t.begin(LOGIN, IpAddr::from(i.to_be_bytes()), Uuid::nil()).expect("a free attempt");
+        }
+        assert!(t.len() <= MAX_ENTRIES, "{} entries", t.len());
     }
 }

@@ -1,6 +1,7 @@
 //! HTTP: one module per resource, each exporting its routes; `routes` merges them.
 //! Handlers stay short: parse, call one use case, map the result to a response.
 
+pub mod client_addr;
 pub mod events;
 pub mod export;
 pub mod extract;
