@@ -2,6 +2,8 @@
 //! them for the web page, and organiser password hashing (bcrypt, on the blocking pool).
 //! A token's prefix says whose it is, so one lookup answers "who is this".
 
+use std::time::Duration;
+
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
@@ -47,10 +49,22 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
     bcrypt::verify(password, hash).unwrap_or(false)
 }
 
-/// The `Set-Cookie` value for a session token.
-pub fn session_cookie(name: &str, token: &str, secure: bool) -> String {
+/// How long a guest's cookie lasts: a guest token does not expire, and a phone should still
+/// know its guest when the photos are looked at again months later.
+pub const GUEST_COOKIE_LIFETIME: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// The `Set-Cookie` value for a session token; the browser forgets it after `lifetime`, which
+/// for an organiser is the session's own lifetime.
+pub fn session_cookie(name: &str, token: &str, lifetime: Duration, secure: bool) -> String {
     let secure = if secure { "; Secure" } else { "" };
-    format!("{name}={token}; HttpOnly; SameSite=Lax; Path=/; Max-Age=31536000{secure}")
+    let max_age = lifetime.as_secs();
+    format!("{name}={token}; HttpOnly; SameSite=Lax; Path=/; Max-Age={max_age}{secure}")
+}
+
+/// The `Set-Cookie` value that makes the browser drop a session cookie at once.
+pub fn cleared_cookie(name: &str, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("{name}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0{secure}")
 }
 
 #[cfg(test)]

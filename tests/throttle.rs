@@ -1,7 +1,10 @@
-//! Guessing secrets, on SQLite and PostgreSQL: the login and join throttle under concurrency,
-//! keyed on the client (the forwarded one only behind a trusted proxy) and the event.
+//! Guessing secrets and organiser sessions, on SQLite and PostgreSQL: the login and join throttle
+//! under concurrency, keyed on the client (the forwarded one only behind a trusted proxy) and the
+//! event; organiser sessions that expire and that logging out ends on the server.
 
 mod common;
+
+use std::time::Duration;
 
 use common::{Backend, Event, Options, TestApp, assert_problem};
 use confetti::config::{ServeArgs, SiteArgs};
@@ -15,6 +18,8 @@ both_backends!(
     behind_a_trusted_proxy_the_organiser_logs_in_while_a_guesser_is_locked_out,
     without_a_trusted_proxy_invented_forwarded_addresses_do_not_dodge_the_throttle,
     wrong_join_tokens_are_throttled_while_a_guest_elsewhere_still_joins,
+    an_organiser_session_ends_after_its_lifetime,
+    logging_out_ends_the_session_on_the_server,
 );
 
 /// Sends `guesses` wrong passwords at once; returns how many were checked (401) and refused (429).
@@ -66,6 +71,17 @@ async fn join_from(app: &TestApp, event: &Event, forwarded: &str, join_token: &s
         .send()
         .await
         .expect("join")
+}
+
+/// An organiser-only request that changes nothing: 200 while the token is a live session.
+async fn organiser_check(app: &TestApp, event: &Event, token: &str) -> reqwest::Response {
+    app.client
+        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
+        .bearer_auth(token)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("PATCH")
 }
 
 async fn count(db: &Db, sql: &'static str) -> i64 {
@@ -151,6 +167,75 @@ async fn wrong_join_tokens_are_throttled_while_a_guest_elsewhere_still_joins(bac
     let guest = join_from(&app, &event, "198.51.100.7", &event.join_token).await;
     assert_eq!(guest.status(), StatusCode::CREATED, "a guest elsewhere still joins");
     assert_eq!(count(&app.db, "SELECT COUNT(*) FROM guests").await, 1);
+}
+
+async fn an_organiser_session_ends_after_its_lifetime(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options { organiser_session_s: 2, ..Options::default() }).await;
+    let event = app.create_event().await;
+    let response = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{}/organiser-sessions", event.slug)))
+        .json(&json!({"password": event.password}))
+        .send()
+        .await
+        .expect("login");
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let cookie = response.headers()["set-cookie"].to_str().expect("cookie").to_owned();
+    assert!(cookie.contains("; Max-Age=2"), "the cookie lasts as long as the session: {cookie}");
+    let token = response.json::<serde_json::Value>().await.expect("json")["token"].as_str().expect("token").to_owned();
+    assert_eq!(organiser_check(&app, &event, &token).await.status(), StatusCode::OK);
+
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_problem(organiser_check(&app, &event, &token).await, StatusCode::UNAUTHORIZED, "unauthenticated").await;
+    let by_cookie = app
+        .client
+        .get(app.url(&format!("/api/v1/events/{}/export.zip", event.slug)))
+        .header("cookie", format!("confetti_organiser={token}"))
+        .send()
+        .await
+        .expect("export");
+    assert_problem(by_cookie, StatusCode::UNAUTHORIZED, "unauthenticated").await;
+    // The next login sweeps the expired session away.
+    let fresh = app.organiser_login(&event).await;
+    assert_eq!(count(&app.db, "SELECT COUNT(*) FROM organiser_sessions").await, 1, "only the live session is kept");
+    assert_eq!(organiser_check(&app, &event, &fresh).await.status(), StatusCode::OK);
+}
+
+async fn logging_out_ends_the_session_on_the_server(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let other_event = app.create_event().await;
+    let (first, second) = (app.organiser_login(&event).await, app.organiser_login(&event).await);
+    let stranger = app.organiser_login(&other_event).await;
+    let logout = app.url(&format!("/api/v1/events/{}/organiser-sessions/current", event.slug));
+
+    let anonymous = app.client.delete(&logout).send().await.expect("logout");
+    assert_problem(anonymous, StatusCode::UNAUTHORIZED, "unauthenticated").await;
+    let other_organiser = app.client.delete(&logout).bearer_auth(&stranger).send().await.expect("logout");
+    assert_problem(other_organiser, StatusCode::FORBIDDEN, "forbidden").await;
+    assert_eq!(organiser_check(&app, &other_event, &stranger).await.status(), StatusCode::OK, "not logged out");
+
+    let response = app.client.delete(&logout).bearer_auth(&first).send().await.expect("logout");
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let cleared = response.headers()["set-cookie"].to_str().expect("cookie");
+    assert!(cleared.starts_with("confetti_organiser=;") && cleared.contains("Max-Age=0"), "{cleared}");
+    assert_problem(organiser_check(&app, &event, &first).await, StatusCode::UNAUTHORIZED, "unauthenticated").await;
+    let again = app.client.delete(&logout).bearer_auth(&first).send().await.expect("logout");
+    assert_problem(again, StatusCode::UNAUTHORIZED, "unauthenticated").await;
+    assert_eq!(organiser_check(&app, &event, &second).await.status(), StatusCode::OK, "other sessions go on");
+
+    // A browser logs out with its cookie.
+    let by_cookie = app
+        .client
+        .delete(&logout)
+        .header("cookie", format!("confetti_organiser={second}"))
+        .header("origin", &app.base)
+        .send()
+        .await
+        .expect("logout");
+    assert_eq!(by_cookie.status(), StatusCode::NO_CONTENT);
+    assert_problem(organiser_check(&app, &event, &second).await, StatusCode::UNAUTHORIZED, "unauthenticated").await;
+    assert_eq!(count(&app.db, "SELECT COUNT(*) FROM organiser_sessions").await, 1, "only the stranger's session");
 }
 
 #[tokio::test]

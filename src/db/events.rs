@@ -44,28 +44,57 @@ impl Db {
         on_db!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM events").fetch_one(pool).await)
     }
 
-    pub async fn insert_organiser_session(&self, token_hash: &[u8], event_id: Uuid) -> sqlx::Result<()> {
+    /// Records an organiser session until `expires_at`. Expired sessions of every event are
+    /// deleted on the way: logins are few and throttled, so this keeps the table to the
+    /// sessions of one lifetime without a sweep of its own.
+    pub async fn insert_organiser_session(
+        &self,
+        token_hash: &[u8],
+        event_id: Uuid,
+        expires_at: DateTime<Utc>,
+    ) -> sqlx::Result<()> {
+        let now = Utc::now();
+        on_db!(self, pool => sqlx::query("DELETE FROM organiser_sessions WHERE expires_at <= $1")
+            .bind(now)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
         on_db!(self, pool => sqlx::query(
-            "INSERT INTO organiser_sessions (token_hash, event_id, created_at) VALUES ($1, $2, $3)",
+            "INSERT INTO organiser_sessions (token_hash, event_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
         )
         .bind(token_hash)
         .bind(event_id)
-        .bind(Utc::now())
+        .bind(now)
+        .bind(expires_at)
         .execute(pool)
         .await
         .map(|r| r.rows_affected()))?;
         Ok(())
     }
 
-    /// The event an organiser token belongs to.
+    /// The event an organiser token belongs to, while its session lasts.
     pub async fn organiser_event(&self, token_hash: &[u8]) -> sqlx::Result<Option<EventRow>> {
         on_db!(self, pool => sqlx::query_as(concat!(
             event_select!(),
-            "JOIN organiser_sessions s ON s.event_id = e.id WHERE s.token_hash = $1"
+            "JOIN organiser_sessions s ON s.event_id = e.id WHERE s.token_hash = $1 AND s.expires_at > $2"
         ))
         .bind(token_hash)
+        .bind(Utc::now())
         .fetch_optional(pool)
         .await)
+    }
+
+    /// Ends one organiser session of this event (logout); `false` when there was none.
+    pub async fn delete_organiser_session(&self, token_hash: &[u8], event_id: Uuid) -> sqlx::Result<bool> {
+        let deleted = on_db!(self, pool => sqlx::query(
+            "DELETE FROM organiser_sessions WHERE token_hash = $1 AND event_id = $2",
+        )
+        .bind(token_hash)
+        .bind(event_id)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(deleted == 1)
     }
 }
 

@@ -1,16 +1,18 @@
-//! Organiser login: the event's password gives an organiser token and cookie. Password guesses
-//! are throttled per client address and event (429 with Retry-After), counted before bcrypt runs.
+//! Organiser sessions: the event's password gives an organiser token and cookie, valid for the
+//! configured session lifetime; logging out ends the session on the server. Password guesses are
+//! throttled per client address and event (429 with Retry-After), counted before bcrypt runs.
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{delete, post};
 use axum::{Json, Router};
+use chrono::Utc;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::client_addr::ClientAddr;
-use super::extract::JsonBody;
+use super::extract::{JsonBody, Organiser};
 use crate::app::AppState;
 use crate::auth::{self, ORGANISER_COOKIE, ORGANISER_PREFIX};
 use crate::domain::EventSlug;
@@ -18,7 +20,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::throttle::Purpose;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/events/{slug}/organiser-sessions", post(login))
+    Router::new()
+        .route("/api/v1/events/{slug}/organiser-sessions", post(login))
+        .route("/api/v1/events/{slug}/organiser-sessions/current", delete(logout))
 }
 
 #[derive(Deserialize)]
@@ -45,9 +49,56 @@ async fn login(
         return Err(ApiError::InvalidCredentials);
     }
     attempt.succeeded();
+    let lifetime = state.settings.organiser_session;
+    let expires_at = chrono::TimeDelta::from_std(lifetime)
+        .ok()
+        .and_then(|d| Utc::now().checked_add_signed(d))
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("the organiser session lifetime is out of range")))?;
     let (token, digest) = auth::new_token(ORGANISER_PREFIX)?;
-    state.db.insert_organiser_session(&digest, event.id).await?;
+    state.db.insert_organiser_session(&digest, event.id, expires_at).await?;
     tracing::info!(event_id = %event.id, "organiser logged in");
-    let cookie = auth::session_cookie(ORGANISER_COOKIE, &token, state.settings.secure_cookies);
+    let cookie = auth::session_cookie(ORGANISER_COOKIE, &token, lifetime, state.settings.secure_cookies);
     Ok((StatusCode::CREATED, [(header::SET_COOKIE, cookie)], Json(json!({ "token": token }))).into_response())
+}
+
+/// Ends the session whose token made this request; answers 204 with a cookie that clears
+/// itself. Once the session is gone (a repeated logout) the token no longer authenticates.
+async fn logout(
+    State(state): State<AppState>,
+    Organiser(event): Organiser,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    if event.slug != slug {
+        return Err(ApiError::Forbidden);
+    }
+    // `Organiser` authenticated this very token, so it is present and of this event.
+    let token = presented_token(&headers).ok_or(ApiError::Unauthenticated)?;
+    state.db.delete_organiser_session(&auth::token_digest(token), event.id).await?;
+    tracing::info!(event_id = %event.id, "organiser logged out");
+    let cookie = auth::cleared_cookie(ORGANISER_COOKIE, state.settings.secure_cookies);
+    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
+}
+
+/// The organiser token a request authenticates with, chosen as `extract::Organiser` chooses:
+/// a bearer token wins; without one, the organiser cookie.
+fn presented_token(headers: &HeaderMap) -> Option<&str> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
+    let token = match bearer {
+        Some(token) => token,
+        None => headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(name, _)| *name == ORGANISER_COOKIE)
+            .map(|(_, token)| token)?,
+    };
+    token.starts_with(ORGANISER_PREFIX).then_some(token)
 }
