@@ -14,6 +14,8 @@ pub struct NewEvent {
     pub name: EventName,
     pub password: OrganiserPassword,
     pub guest_quota_bytes: i64,
+    /// All guests together; `--event-storage-cap-bytes` unless the admin chose another.
+    pub storage_cap_bytes: i64,
 }
 
 /// An event ready to insert: its password already hashed, so no transaction waits for bcrypt.
@@ -26,6 +28,9 @@ pub struct PreparedEvent {
 pub async fn prepare(blocking: &Blocking, new: NewEvent) -> ApiResult<PreparedEvent> {
     if new.guest_quota_bytes < 0 {
         return Err(ApiError::InvalidRequest("guest_quota_bytes must not be negative".into()));
+    }
+    if new.storage_cap_bytes < 0 {
+        return Err(ApiError::InvalidRequest("storage_cap_bytes must not be negative".into()));
     }
     let password = new.password.as_str().to_owned();
     let password_hash = blocking.crypto(move || auth::hash_password(&password)).await??;
@@ -47,6 +52,8 @@ pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> ApiResult<EventRow
             guest_quota_bytes: new.guest_quota_bytes,
             uploads_open: true,
             created_at: Utc::now(),
+            storage_cap_bytes: new.storage_cap_bytes,
+            used_bytes: 0,
         };
         if tx.insert_event(&event).await? {
             return Ok(event);

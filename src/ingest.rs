@@ -159,9 +159,12 @@ impl UploadSession {
                         } else {
                             match self.receive(&mut field).await {
                                 Ok(received) => self.received = Some(received),
-                                Err(e @ (ApiError::FileTooLarge { .. } | ApiError::QuotaExceeded { .. })) => {
-                                    self.refusal = Some(e)
-                                }
+                                Err(
+                                    e @ (ApiError::FileTooLarge { .. }
+                                    | ApiError::QuotaExceeded { .. }
+                                    | ApiError::EventStorageFull { .. }
+                                    | ApiError::InsufficientStorage),
+                                ) => self.refusal = Some(e),
                                 Err(e) => return Err(e),
                             }
                         }
@@ -251,6 +254,11 @@ impl UploadSession {
             received.guard.delete_now().await;
             return Err(self.quota_exceeded().await);
         }
+        if !tx.charge_event_storage(self.guest.event_id, new.bytes).await? {
+            tx.rollback().await?;
+            received.guard.delete_now().await;
+            return Err(event_storage_full(&self.state, &self.guest).await);
+        }
         tx.queue_derivatives(id).await?;
         tx.commit().await?;
 
@@ -306,9 +314,14 @@ impl UploadSession {
     /// Streams the file part to a temporary blob, hashing, counting and sniffing as it goes.
     async fn receive(&mut self, field: &mut Field<'_>) -> ApiResult<Received> {
         let max = self.state.settings.max_upload_bytes;
-        // With its key already known to be new, the quota can stop the upload early;
-        // the guarded UPDATE at commit is what really holds the line.
-        let remaining = (self.guest.quota_bytes - self.guest.used_bytes).max(0) as u64;
+        if let Some(refusal) = disk_refusal(&self.state).await {
+            return Err(refusal);
+        }
+        // With its key already known to be new, the quota and the event's storage can stop the
+        // upload early; the guarded UPDATEs at commit are what really hold the line.
+        let guest_remaining = (self.guest.quota_bytes - self.guest.used_bytes).max(0) as u64;
+        let event_remaining = (self.guest.event_storage_cap_bytes - self.guest.event_used_bytes).max(0) as u64;
+        let remaining = guest_remaining.min(event_remaining);
         let upload_id = Uuid::now_v7();
         let key = BlobKey::Temp(upload_id);
         let mut writer = self.state.blobs.writer(key).await?;
@@ -327,7 +340,11 @@ impl UploadSession {
                 break Some(ApiError::FileTooLarge { limit_bytes: max });
             }
             if bytes > remaining {
-                break Some(self.quota_exceeded().await);
+                break Some(if bytes > guest_remaining {
+                    self.quota_exceeded().await
+                } else {
+                    event_storage_full(&self.state, &self.guest).await
+                });
             }
             sniffer.update(&chunk);
             hasher.update(&chunk);
@@ -449,4 +466,32 @@ async fn drain_body(request: Request, mut budget: u64) {
             return;
         }
     }
+}
+
+/// The refusal when the event's storage is full, with what is left as the database has it now.
+async fn event_storage_full(state: &AppState, guest: &GuestRow) -> ApiError {
+    let (cap, used) = match state.db.event_by_id(guest.event_id).await {
+        Ok(Some(event)) => (event.storage_cap_bytes, event.used_bytes),
+        _ => (guest.event_storage_cap_bytes, guest.event_used_bytes),
+    };
+    ApiError::EventStorageFull { cap_bytes: cap, remaining_bytes: (cap - used).max(0) }
+}
+
+/// Refuses a new file while the photo store's disk is below the free-space floor, before any
+/// of its bytes are written: a full disk would fail every write, the database's included.
+async fn disk_refusal(state: &AppState) -> Option<ApiError> {
+    let floor = state.settings.min_free_bytes;
+    if floor == 0 {
+        return None;
+    }
+    let free = state.blobs.free_bytes().await?;
+    if free >= floor {
+        return None;
+    }
+    tracing::warn!(
+        free_bytes = free,
+        min_free_bytes = floor,
+        "refusing an upload: the photo store's disk is almost full"
+    );
+    Some(ApiError::InsufficientStorage)
 }

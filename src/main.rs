@@ -55,6 +55,9 @@ enum EventCommand {
         /// Storage quota of each guest, in bytes.
         #[arg(long, default_value_t = 1024 * 1024 * 1024)]
         guest_quota_bytes: i64,
+        /// Storage cap of the event, all guests together, in bytes.
+        #[arg(long, env = "CONFETTI_EVENT_STORAGE_CAP_BYTES", default_value_t = 100 * 1024 * 1024 * 1024)]
+        storage_cap_bytes: i64,
     },
 }
 
@@ -66,13 +69,16 @@ async fn main() -> anyhow::Result<()> {
     confetti::allocator::return_large_buffers_to_the_os();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
-        Command::Event { command: EventCommand::Create { site, name, password, guest_quota_bytes } } => {
+        Command::Event {
+            command: EventCommand::Create { site, name, password, guest_quota_bytes, storage_cap_bytes },
+        } => {
             let db = db::Db::connect(site.database_url.as_deref(), &site.data_dir).await?;
             let blocking = confetti::blocking::Blocking::new();
             let new = events::NewEvent {
                 name: EventName::parse(&name)?,
                 password: OrganiserPassword::parse(&password)?,
                 guest_quota_bytes,
+                storage_cap_bytes,
             };
             let event = events::create_event(&db, &blocking, new).await?;
             let bind =

@@ -1,10 +1,13 @@
 //! Photo bytes, through `object_store`: a local directory by default, an S3-compatible
 //! bucket for several instances, memory for tests. Every blob has a typed key; an upload is
 //! written under a temporary key, and moved to its final key only after its row committed.
+//! A local directory is its user's only (see `bootstrap::keep_files_private`), and its free
+//! space can be read, so uploads stop before the disk fills.
 
 mod local_writer;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
@@ -65,15 +68,29 @@ pub struct BlobStore {
     part_size: usize,
     /// The directory of a local store, whose half-written staging files need a sweep of their own.
     local_root: Option<std::path::PathBuf>,
+    /// The last reading of the local disk's free space, and when it was taken.
+    free_space: Arc<Mutex<Option<(Instant, u64)>>>,
 }
+
+/// How long a reading of the free space is trusted: `statvfs` is cheap, but not free for every
+/// upload of a busy event, and the disk does not fill in two seconds at the rates seen here.
+const FREE_SPACE_FRESH_FOR: Duration = Duration::from_secs(2);
 
 impl BlobStore {
     /// `spec`: none → `<data_dir>/blobs`; `s3://bucket/prefix` (credentials and endpoint from
     /// the usual `AWS_*` variables); `memory:` → kept in memory (tests, benchmarks).
     pub fn open(spec: Option<&str>, data_dir: &std::path::Path) -> anyhow::Result<Self> {
         match spec {
-            None | Some("") => Self::local(data_dir.join("blobs")),
-            Some("memory:") => Ok(Self { store: Arc::new(InMemory::new()), part_size: 256 * 1024, local_root: None }),
+            None | Some("") => {
+                crate::bootstrap::private_dir(data_dir)?;
+                Self::local(data_dir.join("blobs"))
+            }
+            Some("memory:") => Ok(Self {
+                store: Arc::new(InMemory::new()),
+                part_size: 256 * 1024,
+                local_root: None,
+                free_space: Arc::default(),
+            }),
             Some(url) if url.starts_with("s3://") => {
                 let rest = &url["s3://".len()..];
                 let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -84,16 +101,39 @@ impl BlobStore {
                 } else {
                     Arc::new(PrefixStore::new(s3, prefix.trim_matches('/')))
                 };
-                Ok(Self { store, part_size: 5 * 1024 * 1024, local_root: None })
+                Ok(Self { store, part_size: 5 * 1024 * 1024, local_root: None, free_space: Arc::default() })
             }
             Some(dir) => Self::local(dir.strip_prefix("file://").unwrap_or(dir).into()),
         }
     }
 
     fn local(dir: std::path::PathBuf) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        crate::bootstrap::private_dir(&dir)
+            .with_context(|| format!("opening the photo directory {}", dir.display()))?;
         let local = LocalFileSystem::new_with_prefix(&dir)?.with_automatic_cleanup(true);
-        Ok(Self { store: Arc::new(local), part_size: 256 * 1024, local_root: Some(dir) })
+        Ok(Self { store: Arc::new(local), part_size: 256 * 1024, local_root: Some(dir), free_space: Arc::default() })
+    }
+
+    /// Bytes an unprivileged writer may still use on the local store's filesystem; `None` for
+    /// other stores (an S3 bucket does not fill) or when the system cannot tell. Read off the
+    /// runtime, and at most every `FREE_SPACE_FRESH_FOR`.
+    pub async fn free_bytes(&self) -> Option<u64> {
+        let root = self.local_root.clone()?;
+        if let Some((at, free)) = *self.free_space.lock().unwrap_or_else(|e| e.into_inner())
+            && at.elapsed() < FREE_SPACE_FRESH_FOR
+        {
+            return Some(free);
+        }
+        let free = match tokio::task::spawn_blocking(move || available_bytes(&root)).await {
+            Ok(Ok(free)) => free,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "could not read the photo store's free space");
+                return None;
+            }
+            Err(_) => return None,
+        };
+        *self.free_space.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), free));
+        Some(free)
     }
 
     pub async fn writer(&self, key: BlobKey) -> object_store::Result<BlobWriter> {
@@ -211,6 +251,20 @@ impl BlobWriter {
             BlobWriter::Store(multipart) => multipart.abort().await,
         }
     }
+}
+
+/// `statvfs`: the blocks available to unprivileged users (not the root reserve) times their size.
+fn available_bytes(dir: &std::path::Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
+    // SAFETY: `statvfs` is plain old data; all zeroes is a valid value of it.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and outlives the call; `stat` is a valid place to write.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    Ok(u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)))
 }
 
 fn local_error(e: std::io::Error) -> object_store::Error {

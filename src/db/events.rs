@@ -16,12 +16,16 @@ pub struct EventRow {
     pub guest_quota_bytes: i64,
     pub uploads_open: bool,
     pub created_at: DateTime<Utc>,
+    /// All guests' photos together may not pass this (`guest_quota_bytes` is each one's share).
+    pub storage_cap_bytes: i64,
+    /// What the event's photos take, charged and refunded with the guests' own counters.
+    pub used_bytes: i64,
 }
 
 /// The columns of `EventRow`, as a literal so queries can be built with `concat!`.
 macro_rules! event_select {
     () => {
-        "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at FROM events e "
+        "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at, e.storage_cap_bytes, e.used_bytes FROM events e "
     };
 }
 
@@ -104,14 +108,16 @@ pub struct EventChange {
     pub name: Option<String>,
     pub uploads_open: Option<bool>,
     pub guest_quota_bytes: Option<i64>,
+    pub storage_cap_bytes: Option<i64>,
 }
 
 impl Tx {
     /// Inserts the event; `Ok(false)` when its slug is already taken.
     pub async fn insert_event(&mut self, e: &EventRow) -> sqlx::Result<bool> {
         let inserted = on_tx!(self, tx => sqlx::query(
-            "INSERT INTO events (id, slug, name, join_token, organiser_password_hash, guest_quota_bytes, uploads_open, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            "INSERT INTO events (id, slug, name, join_token, organiser_password_hash, guest_quota_bytes, uploads_open, created_at,
+                                 storage_cap_bytes, used_bytes)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
              ON CONFLICT (slug) DO NOTHING",
         )
         .bind(e.id)
@@ -122,6 +128,8 @@ impl Tx {
         .bind(e.guest_quota_bytes)
         .bind(e.uploads_open)
         .bind(e.created_at)
+        .bind(e.storage_cap_bytes)
+        .bind(e.used_bytes)
         .execute(&mut **tx)
         .await
         .map(|r| r.rows_affected()))?;
@@ -131,13 +139,15 @@ impl Tx {
     pub async fn update_event(&mut self, id: Uuid, change: &EventChange) -> sqlx::Result<Option<EventRow>> {
         let updated = on_tx!(self, tx => sqlx::query(
             "UPDATE events SET name = COALESCE($2, name), uploads_open = COALESCE($3, uploads_open),
-                               guest_quota_bytes = COALESCE($4, guest_quota_bytes)
+                               guest_quota_bytes = COALESCE($4, guest_quota_bytes),
+                               storage_cap_bytes = COALESCE($5, storage_cap_bytes)
              WHERE id = $1",
         )
         .bind(id)
         .bind(&change.name)
         .bind(change.uploads_open)
         .bind(change.guest_quota_bytes)
+        .bind(change.storage_cap_bytes)
         .execute(&mut **tx)
         .await
         .map(|r| r.rows_affected()))?;

@@ -1,5 +1,6 @@
 //! Guests and their storage quota. A guest's quota is the event's `guest_quota_bytes`, read
-//! live, so an organiser who raises it raises it for everyone who already joined.
+//! live, so an organiser who raises it raises it for everyone who already joined. The event's
+//! own total (`storage_cap_bytes`) is charged and refunded here too, beside the guest's.
 
 use chrono::Utc;
 use sqlx::FromRow;
@@ -16,12 +17,16 @@ pub struct GuestRow {
     pub used_bytes: i64,
     pub quota_bytes: i64,
     pub uploads_open: bool,
+    /// The event's total for all guests, and what its photos take (as read with the guest).
+    pub event_storage_cap_bytes: i64,
+    pub event_used_bytes: i64,
 }
 
 macro_rules! guest_select {
     () => {
         "SELECT g.id, g.event_id, e.slug AS event_slug, g.display_name, g.used_bytes,
-                e.guest_quota_bytes AS quota_bytes, e.uploads_open
+                e.guest_quota_bytes AS quota_bytes, e.uploads_open,
+                e.storage_cap_bytes AS event_storage_cap_bytes, e.used_bytes AS event_used_bytes
          FROM guests g JOIN events e ON e.id = g.event_id "
     };
 }
@@ -91,10 +96,35 @@ impl Tx {
         Ok(rows == 1)
     }
 
-    /// Gives `bytes` back to the guest (their upload was deleted).
+    /// Charges `bytes` to the event unless that would pass its storage cap; guarded like the
+    /// guest's charge, and made after it in the same transaction (every transaction that
+    /// touches both rows takes the guest's first, so two of them cannot deadlock).
+    /// `Ok(false)`: the event is full, nothing changed.
+    pub async fn charge_event_storage(&mut self, event_id: Uuid, bytes: i64) -> sqlx::Result<bool> {
+        let rows = on_tx!(self, tx => sqlx::query(
+            "UPDATE events SET used_bytes = used_bytes + $2 WHERE id = $1 AND used_bytes + $2 <= storage_cap_bytes",
+        )
+        .bind(event_id)
+        .bind(bytes)
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(rows == 1)
+    }
+
+    /// Gives `bytes` back to the guest and to their event (an upload was deleted).
     pub async fn refund_quota(&mut self, guest_id: Uuid, bytes: i64) -> sqlx::Result<()> {
         on_tx!(self, tx => sqlx::query(
             "UPDATE guests SET used_bytes = CASE WHEN used_bytes >= $2 THEN used_bytes - $2 ELSE 0 END WHERE id = $1",
+        )
+        .bind(guest_id)
+        .bind(bytes)
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        on_tx!(self, tx => sqlx::query(
+            "UPDATE events SET used_bytes = CASE WHEN used_bytes >= $2 THEN used_bytes - $2 ELSE 0 END
+             WHERE id = (SELECT event_id FROM guests WHERE id = $1)",
         )
         .bind(guest_id)
         .bind(bytes)

@@ -25,6 +25,7 @@ struct CreateEvent {
     name: String,
     organiser_password: String,
     guest_quota_bytes: Option<i64>,
+    storage_cap_bytes: Option<i64>,
 }
 
 async fn create(
@@ -37,6 +38,7 @@ async fn create(
         name: EventName::parse(&body.name)?,
         password: OrganiserPassword::parse(&body.organiser_password)?,
         guest_quota_bytes: body.guest_quota_bytes.unwrap_or(state.settings.guest_quota_bytes),
+        storage_cap_bytes: body.storage_cap_bytes.unwrap_or(state.settings.event_storage_cap_bytes),
     };
     let prepared = events::prepare(&state.blocking, new).await?;
     let mut tx = write.begin(&state.db).await?;
@@ -70,25 +72,33 @@ struct ChangeEvent {
     name: Option<String>,
     uploads_open: Option<bool>,
     guest_quota_bytes: Option<i64>,
+    storage_cap_bytes: Option<i64>,
 }
 
+/// Credentials first: the organiser of another event is refused whatever the body holds,
+/// so the body is parsed only once the slug is known to be theirs.
 async fn change(
     State(state): State<AppState>,
     Organiser(event): Organiser,
     Path(slug): Path<String>,
     write: Write,
-    JsonBody(body): JsonBody<ChangeEvent>,
+    body: Result<JsonBody<ChangeEvent>, ApiError>,
 ) -> ApiResult<Response> {
     if event.slug != slug {
         return Err(ApiError::Forbidden);
     }
+    let JsonBody(body) = body?;
     if body.guest_quota_bytes.is_some_and(|q| q < 0) {
         return Err(ApiError::InvalidRequest("guest_quota_bytes must not be negative".into()));
+    }
+    if body.storage_cap_bytes.is_some_and(|c| c < 0) {
+        return Err(ApiError::InvalidRequest("storage_cap_bytes must not be negative".into()));
     }
     let change = EventChange {
         name: body.name.as_deref().map(EventName::parse).transpose()?.map(|n| n.as_str().to_owned()),
         uploads_open: body.uploads_open,
         guest_quota_bytes: body.guest_quota_bytes,
+        storage_cap_bytes: body.storage_cap_bytes,
     };
     let mut tx = write.begin(&state.db).await?;
     let Some(event) = tx.update_event(event.id, &change).await? else {

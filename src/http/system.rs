@@ -1,11 +1,18 @@
-//! Health, readiness and what this server can do.
+//! Health, readiness, what this server can do, and `/metrics` — on the public port, or kept
+//! private on a listener of its own (`--metrics-bind`) and/or behind a bearer token
+//! (`CONFETTI_METRICS_TOKEN`).
+
+use std::future::Future;
 
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{Value, json};
+use tokio::net::TcpListener;
 
 use crate::app::AppState;
+use crate::auth;
 use crate::error::ApiError;
 
 pub fn routes() -> Router<AppState> {
@@ -13,8 +20,64 @@ pub fn routes() -> Router<AppState> {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .route("/api/v1/info", get(info))
-        .route("/metrics", get(metrics))
+        .route("/metrics", get(public_metrics))
 }
+
+/// With `--metrics-bind`, serves `/metrics` there (and nothing else) until `shutdown` resolves.
+/// Returns the shutdown to hand to the public server: it resolves with `shutdown` and stops
+/// this listener at the same moment. Without `--metrics-bind`, only passes `shutdown` on.
+pub async fn spawn_metrics_listener(
+    state: &AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<impl Future<Output = ()> + Send + 'static> {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    if let Some(addr) = state.settings.metrics_bind {
+        let listener = TcpListener::bind(addr).await?;
+        tracing::info!(bind = %addr, "serving /metrics on its own address");
+        let router = Router::new()
+            .route("/metrics", get(private_metrics))
+            .fallback(|| async { ApiError::NotFound })
+            .with_state(state.clone());
+        tokio::spawn(async move {
+            let stopped = async {
+                let _ = stopped.await;
+            };
+            if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stopped).await {
+                tracing::error!(error = %e, "the metrics listener stopped");
+            }
+        });
+    }
+    Ok(async move {
+        shutdown.await;
+        let _ = stop.send(());
+    })
+}
+
+/// On the public port: absent when the operator gave metrics an address of their own.
+async fn public_metrics(State(state): State<AppState>, headers: HeaderMap) -> Result<MetricsText, ApiError> {
+    if state.settings.metrics_bind.is_some() {
+        return Err(ApiError::NotFound);
+    }
+    private_metrics(State(state), headers).await
+}
+
+async fn private_metrics(State(state): State<AppState>, headers: HeaderMap) -> Result<MetricsText, ApiError> {
+    if let Some(token) = &state.settings.metrics_token {
+        let given = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim());
+        // Compared in constant time: the token is the only thing between a scanner and the counters.
+        if !given.is_some_and(|given| auth::constant_time_eq(given.as_bytes(), token.as_bytes())) {
+            return Err(ApiError::Unauthenticated);
+        }
+    }
+    Ok(metrics(&state))
+}
+
+type MetricsText = ([(axum::http::HeaderName, &'static str); 1], String);
 
 /// 200 while the database answers, else 503 (a load balancer stops sending guests here).
 async fn ready(State(state): State<AppState>) -> Result<&'static str, ApiError> {
@@ -39,7 +102,7 @@ async fn info(State(state): State<AppState>) -> Json<Value> {
 
 /// Counters in the Prometheus text format, so an operator can watch the mechanisms work:
 /// Idempotency-Key and the derivative worker.
-async fn metrics(State(state): State<AppState>) -> ([(axum::http::HeaderName, &'static str); 1], String) {
+fn metrics(state: &AppState) -> MetricsText {
     use std::sync::atomic::Ordering::Relaxed;
     let m = &state.idempotency_metrics;
     let counters = [

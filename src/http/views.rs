@@ -22,6 +22,10 @@ pub struct EventJson {
     pub guest_quota_bytes: i64,
     pub uploads_open: bool,
     pub created_at: String,
+    /// All guests' photos together may not pass this.
+    pub storage_cap_bytes: i64,
+    /// What the event's photos take now (deleted ones are refunded).
+    pub used_bytes: i64,
 }
 
 impl EventJson {
@@ -35,6 +39,8 @@ impl EventJson {
             guest_quota_bytes: event.guest_quota_bytes,
             uploads_open: event.uploads_open,
             created_at: rfc3339(event.created_at),
+            storage_cap_bytes: event.storage_cap_bytes,
+            used_bytes: event.used_bytes,
         }
     }
 }
