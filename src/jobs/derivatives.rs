@@ -19,7 +19,7 @@ use crate::app::AppState;
 use crate::blobs::BlobKey;
 use crate::db::derivatives::ClaimedJob;
 use crate::db::live::LiveKind;
-use crate::media::{self, Sniffer};
+use crate::media::{self, ProbeError, Sniffer};
 
 /// How often an idle worker looks for jobs queued by another instance (its own instance
 /// wakes it at once).
@@ -149,11 +149,28 @@ async fn make(state: &AppState, job: &ClaimedJob) -> anyhow::Result<Outcome> {
 
 /// Probe again (the orientation is not stored) and derive; `Err` is why it cannot be decoded.
 fn derive(original: &[u8], max_pixels: u64) -> Result<media::derive::Derivatives, String> {
+    let probe = reprobe(original, max_pixels).map_err(|e| e.to_string())?;
+    media::derive::derive(original, probe.format, probe.orientation).map_err(|e| e.to_string())
+}
+
+/// The probe on a whole original. Its head is cut at `HEAD_BYTES` as at upload, and a header
+/// longer than that (big EXIF thumbnails, XMP and ICC profiles: real cameras write them) is
+/// read as far as the probe asks, from the original already in memory.
+fn reprobe(original: &[u8], max_pixels: u64) -> Result<media::Probe, ProbeError> {
     let mut sniffer = Sniffer::default();
     sniffer.update(original);
     let sniffed = sniffer.finish();
-    let probe = media::probe::probe(&sniffed.head, &sniffed, max_pixels).map_err(|e| e.to_string())?;
-    media::derive::derive(original, probe.format, probe.orientation).map_err(|e| e.to_string())
+    let mut head = &sniffed.head[..];
+    loop {
+        match media::probe::probe(head, &sniffed, max_pixels) {
+            // Each request is longer than the last (the probe asks for more than it had), so
+            // this ends once the whole original is offered.
+            Err(ProbeError::NeedMore(want)) if want > head.len() && head.len() < original.len() => {
+                head = &original[..want.min(original.len())];
+            }
+            other => return other,
+        }
+    }
 }
 
 async fn finish(state: &AppState, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {

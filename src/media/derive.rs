@@ -7,8 +7,12 @@
 //! 1/2, 1/4, 1/8 scaling, as libvips does) to the smallest size still at least the preview's
 //! minimum, so a 12 MP photo is never decoded at full size. The preview is resized from that,
 //! turned upright (after resizing: fewer pixels to move), and the thumb is resized from the
-//! upright preview. PNG, GIF (first frame) and WebP go through the `image` crate, with
-//! transparency flattened onto white.
+//! upright preview. A PNG is read row by row and averaged down by an integer factor as it
+//! arrives (`png_rows`), so its full size is never held either. GIF (first frame) and WebP go
+//! through the `image` crate. Transparency is flattened onto white.
+//!
+//! Every decode first estimates, from the header, what it will hold (`budget`); an original
+//! needing more than `MEMORY_BUDGET` is refused before its buffers are allocated.
 
 use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -17,6 +21,11 @@ use std::time::{Duration, Instant};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer, images::Image, images::ImageRef};
 
 use super::probe::ImageFormat;
+
+mod budget;
+mod png_rows;
+
+pub use budget::MEMORY_BUDGET;
 
 /// Long edge of the thumb (the contract allows 320–512).
 pub const THUMB_EDGE: u32 = 400;
@@ -56,6 +65,9 @@ pub enum DeriveError {
     Undecodable(String),
     #[error("the image has {pixels} pixels; the limit is {limit}")]
     TooManyPixels { pixels: u64, limit: u64 },
+    /// Decoding would hold more memory than a derivative job may use.
+    #[error("decoding this image needs about {needed_mib} MiB; a derivative may use {budget_mib} MiB")]
+    OverBudget { needed_mib: u64, budget_mib: u64 },
     /// A resize or encode failure: a bug here, not a property of the photo.
     #[error("the derivative could not be made: {0}")]
     Internal(String),
@@ -103,6 +115,17 @@ fn run(
     decode: Decode,
     max_pixels: u64,
 ) -> Result<(Derivatives, Timings), DeriveError> {
+    run_within(original, format, orientation, decode, max_pixels, MEMORY_BUDGET)
+}
+
+fn run_within(
+    original: &[u8],
+    format: ImageFormat,
+    orientation: u16,
+    decode: Decode,
+    max_pixels: u64,
+    budget: u64,
+) -> Result<(Derivatives, Timings), DeriveError> {
     let mut timings = Timings::default();
     let started = Instant::now();
     let min_edge = match decode {
@@ -111,16 +134,24 @@ fn run(
     };
     // Decoders see untrusted bytes; a panic in one must be a refused photo, not a lost worker.
     let decoded = catch_unwind(AssertUnwindSafe(|| match format {
-        ImageFormat::Jpeg => decode_jpeg(original, max_pixels, min_edge),
-        ImageFormat::Png | ImageFormat::Gif | ImageFormat::WebP => decode_other(original, format, max_pixels),
+        ImageFormat::Jpeg => decode_jpeg(original, max_pixels, min_edge, budget),
+        // Averaging down to no less than the preview's largest size keeps it as sharp as
+        // resizing from the full image would.
+        ImageFormat::Png => png_rows::decode_png(original, max_pixels, min_edge.map(|_| PREVIEW_MAX_EDGE), budget),
+        ImageFormat::Gif | ImageFormat::WebP => decode_other(original, format, max_pixels, budget),
     }))
     .map_err(|_| DeriveError::Undecodable("the decoder failed on this file".into()))??;
     timings.decode = started.elapsed();
 
     let started = Instant::now();
     let (width, height) = fit(decoded.width, decoded.height, PREVIEW_MAX_EDGE);
-    let preview =
-        if (width, height) == (decoded.width, decoded.height) { decoded } else { resize(&decoded, width, height)? };
+    let preview = if (width, height) == (decoded.width, decoded.height) {
+        decoded
+    } else {
+        // The decoded pixels go as soon as the preview exists.
+        let decoded = decoded;
+        resize(&decoded, width, height)?
+    };
     let preview = orient(preview, orientation);
     let (width, height) = fit(preview.width, preview.height, THUMB_EDGE);
     let thumb = if (width, height) == (preview.width, preview.height) {
@@ -169,7 +200,7 @@ fn undecodable(e: impl std::fmt::Display) -> DeriveError {
 
 /// With `min_edge`, decodes at the smallest DCT scale (1/8, 1/4, 1/2, 1) whose long edge is
 /// still at least `min_edge` (or the whole original, when that is smaller).
-fn decode_jpeg(bytes: &[u8], max_pixels: u64, min_edge: Option<u32>) -> Result<Pixels, DeriveError> {
+fn decode_jpeg(bytes: &[u8], max_pixels: u64, min_edge: Option<u32>, budget: u64) -> Result<Pixels, DeriveError> {
     use jpeg_decoder::PixelFormat;
     let mut decoder = jpeg_decoder::Decoder::new(bytes);
     decoder.read_info().map_err(undecodable)?;
@@ -187,6 +218,16 @@ fn decode_jpeg(bytes: &[u8], max_pixels: u64, min_edge: Option<u32>) -> Result<P
     };
     let (width, height) = (u32::from(width), u32::from(height));
     let pixels = width as usize * height as usize;
+    // A progressive JPEG's coefficients are held whole; the output of a CMYK one is
+    // converted into another buffer.
+    let out_bytes_per_pixel = match info.pixel_format {
+        PixelFormat::L8 => 1,
+        PixelFormat::L16 => 2,
+        PixelFormat::RGB24 => 3,
+        PixelFormat::CMYK32 => 4 + 3,
+    };
+    let frame = budget::jpeg_frame(bytes).ok_or_else(|| undecodable("no frame header"))?;
+    budget::check(budget::jpeg_decode_bytes(&frame, width, height, out_bytes_per_pixel), budget)?;
     decoder.set_max_decoding_buffer_size(pixels.saturating_mul(4));
     let raw = decoder.decode().map_err(undecodable)?;
     let (buf, channels) = match info.pixel_format {
@@ -212,7 +253,7 @@ fn decode_jpeg(bytes: &[u8], max_pixels: u64, min_edge: Option<u32>) -> Result<P
     Ok(Pixels { buf, width, height, channels })
 }
 
-fn decode_other(bytes: &[u8], format: ImageFormat, max_pixels: u64) -> Result<Pixels, DeriveError> {
+fn decode_other(bytes: &[u8], format: ImageFormat, max_pixels: u64, budget: u64) -> Result<Pixels, DeriveError> {
     use image::ImageDecoder;
     let format = match format {
         ImageFormat::Png => image::ImageFormat::Png,
@@ -222,13 +263,22 @@ fn decode_other(bytes: &[u8], format: ImageFormat, max_pixels: u64) -> Result<Pi
     };
     let mut reader = image::ImageReader::with_format(Cursor::new(bytes), format);
     let mut limits = image::Limits::default();
-    // RGBA at 16 bits per channel is the widest a PNG decodes to; the decoders also need a
-    // little working memory of their own.
-    limits.max_alloc = Some(max_pixels.saturating_mul(8).saturating_add(64 << 20));
+    limits.max_alloc = Some(budget);
     reader.limits(limits);
-    let decoder = reader.into_decoder().map_err(undecodable)?;
+    let mut decoder = reader.into_decoder().map_err(undecodable)?;
     let (width, height) = decoder.dimensions();
     check_size(width, height, max_pixels)?;
+    // The decoded buffer, the flattened copy when there is alpha, and the decoder's own:
+    // the GIF decoder's frame when it differs from the screen (bounded by what is left, below),
+    // the WebP decoder's frame while it converts (taken as 4 bytes a pixel).
+    let pixels = u64::from(width) * u64::from(height);
+    let flattened = if decoder.color_type().has_alpha() { pixels * 3 } else { 0 };
+    let own = if format == image::ImageFormat::WebP { pixels * 4 } else { 0 };
+    let held = decoder.total_bytes().saturating_add(flattened).saturating_add(own);
+    budget::check(held, budget)?;
+    let mut limits = image::Limits::default();
+    limits.max_alloc = Some((budget - held).max(1));
+    decoder.set_limits(limits).map_err(undecodable)?;
     let image = image::DynamicImage::from_decoder(decoder).map_err(undecodable)?;
     let color = image.color();
     let (buf, channels) = match (color.has_color(), color.has_alpha()) {

@@ -4,6 +4,7 @@
 //! `derive` makes the thumb and the preview: decode once, resize, turn upright, encode.
 
 pub mod derive;
+pub mod gif_walk;
 pub mod probe;
 
 pub use probe::{ImageFormat, Probe, ProbeError, Sniffed, Sniffer};

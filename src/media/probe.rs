@@ -5,9 +5,12 @@
 //! alone: the format from magic bytes (never the declared type), the dimensions from the
 //! header, a pixel bomb refused before anything is decoded, and a file cut short refused by
 //! its structure (a JPEG without an end-of-image marker after its scan, a PNG without IEND,
-//! a WebP shorter than its RIFF header says).
+//! a WebP shorter than its RIFF header says). A GIF's frames are counted wherever they lie
+//! (`gif_walk`): the largest of them, not the logical screen, is what a decoder allocates.
 
 use chrono::{DateTime, NaiveDate, Utc};
+
+use super::gif_walk::{GifFrames, GifWalker};
 
 /// How much of the start of a file is kept for the probe. JPEG headers with large EXIF
 /// blocks and ICC profiles can run past this; then the probe asks for more (`NeedMore`) and
@@ -65,6 +68,8 @@ pub struct Sniffed {
     pub len: u64,
     /// Offset of the last `FF D9` (JPEG end of image) seen anywhere in the file.
     pub last_jpeg_eoi: Option<u64>,
+    /// For a GIF, its frames as the whole file showed them.
+    pub gif: Option<GifFrames>,
 }
 
 static EOI: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
@@ -75,6 +80,7 @@ static EOI: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 pub struct Sniffer {
     sniffed: Sniffed,
     previous_was_ff: bool,
+    gif: GifWalker,
 }
 
 impl Sniffer {
@@ -102,9 +108,12 @@ impl Sniffer {
         }
         self.previous_was_ff = chunk.last() == Some(&0xFF);
         s.len += chunk.len() as u64;
+        // Stops for good after the first 13 bytes of anything but a GIF.
+        self.gif.update(chunk);
     }
 
-    pub fn finish(self) -> Sniffed {
+    pub fn finish(mut self) -> Sniffed {
+        self.sniffed.gif = self.gif.frames();
         self.sniffed
     }
 }
@@ -122,6 +131,7 @@ pub fn probe(head: &[u8], sniffed: &Sniffed, max_pixels: u64) -> Result<Probe, P
         (ImageFormat::Png, w, h, None)
     } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
         let (w, h) = gif_size(head)?;
+        gif_frames(sniffed.gif, max_pixels)?;
         (ImageFormat::Gif, w, h, None)
     } else if head.len() >= 12 && &head[0..4] == b"RIFF" && &head[8..12] == b"WEBP" {
         let (w, h) = webp_size(head)?;
@@ -242,6 +252,26 @@ fn gif_size(head: &[u8]) -> Result<(u32, u32), ProbeError> {
     }
 }
 
+/// Every frame counts against the pixel limit, through the canvas that holds the screen and
+/// all frames. A frame reaching outside the logical screen is allowed (decoders clip it, and
+/// old encoders write such files); it enlarges the canvas counted here instead.
+fn gif_frames(frames: Option<GifFrames>, max_pixels: u64) -> Result<(), ProbeError> {
+    let Some(frames) = frames else {
+        return Err(ProbeError::Unsupported("the GIF file is cut short (incomplete header)".into()));
+    };
+    let pixels = frames.canvas_pixels();
+    if pixels > max_pixels {
+        return Err(ProbeError::TooManyPixels { pixels, limit: max_pixels });
+    }
+    if frames.damaged {
+        return Err(ProbeError::Unsupported("the GIF file is damaged".into()));
+    }
+    if frames.frames == 0 {
+        return Err(ProbeError::Unsupported("the GIF file holds no image (cut short)".into()));
+    }
+    Ok(())
+}
+
 fn webp_size(head: &[u8]) -> Result<(u32, u32), ProbeError> {
     let damaged = || ProbeError::Unsupported("the WebP header is damaged".into());
     let chunk = head.get(12..16).ok_or_else(damaged)?;
@@ -314,67 +344,7 @@ fn read_exif(raw: &[u8]) -> (u16, Option<DateTime<Utc>>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
 
-    fn sniff(bytes: &[u8], chunk: usize) -> Sniffed {
-        let mut s = Sniffer::default();
-        for c in bytes.chunks(chunk) {
-            s.update(c);
-        }
-        s.finish()
-    }
-
-    fn png_header(w: u32, h: u32) -> Vec<u8> {
-        let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-        b.extend_from_slice(&w.to_be_bytes());
-        b.extend_from_slice(&h.to_be_bytes());
-        b.extend_from_slice(&[8, 6, 0, 0, 0, 0, 0, 0, 0]);
-        b.extend_from_slice(b"\0\0\0\0IEND\xaeB`\x82");
-        b
-    }
-
-    #[test]
-    fn a_png_bomb_is_refused_from_its_header() {
-        let bytes = png_header(100_000, 100_000);
-        let s = sniff(&bytes, 7);
-        assert_eq!(
-            probe(&s.head, &s, 100_000_000),
-            Err(ProbeError::TooManyPixels { pixels: 10_000_000_000, limit: 100_000_000 })
-        );
-    }
-
-    #[test]
-    fn the_end_of_image_marker_is_found_across_chunk_boundaries() {
-        let bytes = [1u8, 2, 0xFF, 0xD9, 5, 0xFF];
-        for chunk in 1..=6 {
-            assert_eq!(sniff(&bytes, chunk).last_jpeg_eoi, Some(2), "chunk size {chunk}");
-        }
-        assert_eq!(sniff(&[0xFF, 0xD9], 1).last_jpeg_eoi, Some(0));
-        assert_eq!(sniff(&[0xD9, 0xFF], 1).last_jpeg_eoi, None);
-    }
-
-    #[test]
-    fn the_tail_holds_the_last_bytes() {
-        let bytes: Vec<u8> = (0..100u8).collect();
-        assert_eq!(sniff(&bytes, 3).tail, (68..100u8).collect::<Vec<_>>());
-        assert_eq!(sniff(&bytes, 50).tail, (68..100u8).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn text_and_heic_are_not_accepted() {
-        let s = sniff(b"hello, this is not a photo", 4);
-        assert!(matches!(probe(&s.head, &s, 1 << 30), Err(ProbeError::Unsupported(_))));
-        let heic = b"\0\0\0\x18ftypheic\0\0\0\0mif1heic";
-        let s = sniff(heic, 4);
-        assert!(matches!(probe(&s.head, &s, 1 << 30), Err(ProbeError::Unsupported(m)) if m.contains("HEIC")));
-    }
-
-    #[test]
-    fn a_png_without_its_end_is_refused() {
-        let mut bytes = png_header(10, 10);
-        bytes.truncate(bytes.len() - 12);
-        let s = sniff(&bytes, 5);
-        assert!(matches!(probe(&s.head, &s, 1 << 30), Err(ProbeError::Unsupported(_))));
-    }
-}
+#[cfg(test)]
+mod proptests;

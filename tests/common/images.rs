@@ -191,3 +191,81 @@ pub fn jpeg_taken_at(w: u32, h: u32, taken: &str) -> Vec<u8> {
     tiff.push(0);
     with_exif(&jpeg(w, h), &tiff)
 }
+
+/// A JPEG whose header carries what cameras write before the frame header, well over 64 KiB:
+/// EXIF (orientation 6, then a 60 KB thumbnail's worth of bytes), XMP and a two-part ICC
+/// profile.
+pub fn jpeg_with_big_app_segments(w: u32, h: u32) -> Vec<u8> {
+    fn segment(marker: u8, body: &[u8]) -> Vec<u8> {
+        let mut s = vec![0xFF, marker];
+        s.extend_from_slice(&((body.len() + 2) as u16).to_be_bytes());
+        s.extend_from_slice(body);
+        s
+    }
+    let rotated = jpeg_with_orientation(w, h, 6);
+    let exif_len = usize::from(u16::from_be_bytes([rotated[4], rotated[5]])) + 2;
+    let mut exif = rotated[6..2 + exif_len].to_vec();
+    exif.resize(60_000, 0xAB);
+    let mut xmp = b"http://ns.adobe.com/xap/1.0/\0<x:xmpmeta xmlns:x='adobe:ns:meta/'>".to_vec();
+    xmp.resize(40_000, b' ');
+    let mut out = rotated[..2].to_vec();
+    out.extend(segment(0xE1, &exif));
+    out.extend(segment(0xE1, &xmp));
+    for part in 1..=2u8 {
+        let mut icc = b"ICC_PROFILE\0".to_vec();
+        icc.extend_from_slice(&[part, 2]);
+        icc.resize(50_000, part);
+        out.extend(segment(0xE2, &icc));
+    }
+    out.extend_from_slice(&rotated[2 + exif_len..]);
+    out
+}
+
+/// 35 bytes: a GIF with a 1×1 logical screen and one 20000×20000 frame.
+pub fn gif_bomb() -> Vec<u8> {
+    let mut b = b"GIF89a\x01\x00\x01\x00\x80\x00\x00".to_vec();
+    b.extend_from_slice(&[0, 0, 0, 255, 255, 255]); // global colour table, 2 entries
+    b.push(b',');
+    for v in [0u16, 0, 20000, 20000] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.push(0);
+    b.extend_from_slice(&[2, 2, 0x44, 0x01, 0]); // LZW code size, one data sub-block, end
+    b.push(b';');
+    b
+}
+
+/// A 16-bit RGBA PNG of `w`×`h`, one semi-transparent orange, written row by row (the pixels
+/// are never all in memory): 10000×10000 is 800 MB decoded and under 1 MB on disk.
+pub fn png16_rgba(w: u32, h: u32) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut bytes, w, h);
+        encoder.set_color(png::ColorType::Rgba);
+        encoder.set_depth(png::BitDepth::Sixteen);
+        encoder.set_compression(png::Compression::High);
+        let mut writer = encoder.write_header().expect("png header");
+        let mut stream = writer.stream_writer().expect("png stream");
+        let row: Vec<u8> = [0xFF, 0xFF, 0x80, 0x00, 0x00, 0x00, 0x80, 0x00].repeat(w as usize);
+        for _ in 0..h {
+            std::io::Write::write_all(&mut stream, &row).expect("png row");
+        }
+        stream.finish().expect("png end");
+    }
+    bytes
+}
+
+/// A real progressive 4:2:0 JPEG whose frame header is then made to declare `w`×`h`: what
+/// decoding it needs follows from that header alone.
+pub fn progressive_jpeg_declaring(w: u16, h: u16) -> Vec<u8> {
+    let pixels: Vec<u8> = (0..64 * 64 * 3).map(|i| (i % 251) as u8).collect();
+    let mut bytes = Vec::new();
+    let mut encoder = jpeg_encoder::Encoder::new(&mut bytes, 80);
+    encoder.set_progressive(true);
+    encoder.set_sampling_factor(jpeg_encoder::SamplingFactor::R_4_2_0);
+    encoder.encode(&pixels, 64, 64, jpeg_encoder::ColorType::Rgb).expect("encode");
+    let sof = bytes.windows(2).position(|m| m == [0xFF, 0xC2]).expect("a progressive frame header");
+    bytes[sof + 5..sof + 7].copy_from_slice(&h.to_be_bytes());
+    bytes[sof + 7..sof + 9].copy_from_slice(&w.to_be_bytes());
+    bytes
+}
