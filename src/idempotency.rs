@@ -41,6 +41,10 @@ const EXEMPT: &[(Method, &str)] = &[
     // No principal yet: a replay must never hand one client another client's token.
     (Method::POST, "/api/v1/events/{slug}/guests"),
     (Method::POST, "/api/v1/events/{slug}/organiser-sessions"),
+    // Logout ends the session of the token it carries, which the key's scope (the organiser,
+    // all sessions together) does not name: a replay could answer 204 to a session still
+    // alive. Ending a session twice leaves the same state anyway.
+    (Method::DELETE, "/api/v1/events/{slug}/organiser-sessions/current"),
 ];
 
 /// Request and response bodies of these writes are small JSON documents.

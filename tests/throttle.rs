@@ -215,7 +215,15 @@ async fn logging_out_ends_the_session_on_the_server(backend: Backend) {
     assert_problem(other_organiser, StatusCode::FORBIDDEN, "forbidden").await;
     assert_eq!(organiser_check(&app, &other_event, &stranger).await.status(), StatusCode::OK, "not logged out");
 
-    let response = app.client.delete(&logout).bearer_auth(&first).send().await.expect("logout");
+    // Both logouts below carry the same Idempotency-Key: each still ends its own session.
+    let response = app
+        .client
+        .delete(&logout)
+        .bearer_auth(&first)
+        .header("idempotency-key", "logout")
+        .send()
+        .await
+        .expect("logout");
     assert_eq!(response.status(), StatusCode::NO_CONTENT);
     let cleared = response.headers()["set-cookie"].to_str().expect("cookie");
     assert!(cleared.starts_with("confetti_organiser=;") && cleared.contains("Max-Age=0"), "{cleared}");
@@ -230,6 +238,7 @@ async fn logging_out_ends_the_session_on_the_server(backend: Backend) {
         .delete(&logout)
         .header("cookie", format!("confetti_organiser={second}"))
         .header("origin", &app.base)
+        .header("idempotency-key", "logout")
         .send()
         .await
         .expect("logout");
