@@ -6,6 +6,7 @@
 mod common;
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use common::images;
 use common::{ADMIN_TOKEN, Backend, Event, Guest, TestApp, assert_problem, upload_form};
@@ -14,11 +15,26 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+const JSON_LIMIT: u64 = 64 * 1024;
+
 async fn upload_named(app: &TestApp, guest: &Guest, filename: &str, caption: Option<&str>) -> Value {
     let form = upload_form(&images::jpeg(64, 48), Some(Uuid::new_v4()), filename, caption);
     let response = app.upload_form(guest, form, None).await;
     assert_eq!(response.status(), StatusCode::CREATED, "uploading {filename:?}");
     response.json().await.expect("upload json")
+}
+
+/// Waits until the upload's derivatives are decided; returns the Upload.
+async fn settled(app: &TestApp, token: &str, id: &str) -> Value {
+    for _ in 0..300 {
+        let (status, body) = app.get_json(&format!("/api/v1/uploads/{id}"), token).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body["status"] != "processing" {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("upload {id} still processing after 30 s");
 }
 
 fn has_format_character(s: &str) -> bool {
@@ -123,8 +139,124 @@ async fn a_nul_byte_in_a_caption_or_comment_is_removed_the_same_way_on_both_back
     assert_eq!(list["items"].as_array().map(Vec::len), Some(1), "the refused comment is not stored: {list}");
 }
 
+async fn json_bodies_over_the_limit_are_413_problems_everywhere(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Anna").await;
+    let organiser = app.organiser_login(&event).await;
+    let upload = upload_named(&app, &guest, "a.jpg", None).await;
+    let id = upload["id"].as_str().expect("id");
+    let padding = "x".repeat(JSON_LIMIT as usize);
+    let too_large = |response: reqwest::Response| async move {
+        let problem = assert_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large").await;
+        assert_eq!(problem["limit_bytes"], JSON_LIMIT);
+    };
+
+    let comments = app.url(&format!("/api/v1/uploads/{id}/comments"));
+    let request = app.client.post(&comments).bearer_auth(&guest.token).json(&json!({"text": padding}));
+    too_large(request.send().await.expect("POST")).await;
+    let keyed = app.client.post(&comments).bearer_auth(&guest.token).header("Idempotency-Key", "big-1");
+    too_large(keyed.json(&json!({"text": padding})).send().await.expect("POST")).await;
+    // Sent in chunks without a Content-Length, the limit holds as the bytes arrive.
+    let chunks = futures_util::stream::iter(
+        [b"{\"text\": \"".to_vec(), padding.clone().into_bytes(), b"\"}".to_vec()].map(Ok::<_, std::io::Error>),
+    );
+    let request = app.client.post(&comments).bearer_auth(&guest.token).header("content-type", "application/json");
+    too_large(request.body(reqwest::Body::wrap_stream(chunks)).send().await.expect("POST")).await;
+
+    let event_url = app.url(&format!("/api/v1/events/{}", event.slug));
+    let request = app.client.patch(&event_url).bearer_auth(&organiser).json(&json!({"name": padding}));
+    too_large(request.send().await.expect("PATCH event")).await;
+    let upload_url = app.url(&format!("/api/v1/uploads/{id}"));
+    let request = app.client.patch(&upload_url).bearer_auth(&organiser).json(&json!({"hidden": true, "x": padding}));
+    too_large(request.send().await.expect("PATCH upload")).await;
+
+    // Nothing was written.
+    let (_, list) = app.get_json(&format!("/api/v1/uploads/{id}/comments"), &guest.token).await;
+    assert_eq!(list["items"], json!([]));
+    let (_, shown) = app.get_json(&format!("/api/v1/events/{}", event.slug), &organiser).await;
+    assert_eq!(shown["name"], "Anna & Ben");
+    let (_, still) = app.get_json(&format!("/api/v1/uploads/{id}"), &organiser).await;
+    assert_ne!(still["status"], "hidden");
+}
+
+async fn requests_an_extractor_refuses_are_answered_in_problem_json(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Anna").await;
+    let upload = upload_named(&app, &guest, "a.jpg", None).await;
+    let id = upload["id"].as_str().expect("id");
+
+    let get = |path: String| app.client.get(app.url(&path)).bearer_auth(&guest.token).send();
+    let repeated = get(format!("/api/v1/events/{}/uploads?limit=1&limit=2", event.slug)).await.expect("GET");
+    let problem = assert_problem(repeated, StatusCode::BAD_REQUEST, "invalid_request").await;
+    assert!(problem["detail"].as_str().is_some_and(|d| d.contains("limit")), "{problem}");
+    let not_utf8 = get("/api/v1/uploads/%FF".into()).await.expect("GET");
+    assert_problem(not_utf8, StatusCode::BAD_REQUEST, "invalid_request").await;
+    let not_utf8 = get("/api/v1/uploads/%FF/original".into()).await.expect("GET");
+    assert_problem(not_utf8, StatusCode::BAD_REQUEST, "invalid_request").await;
+
+    // Bodies that are not JSON, or none at all, and an unknown method or path.
+    let comments = app.url(&format!("/api/v1/uploads/{id}/comments"));
+    let plain = app.client.post(&comments).bearer_auth(&guest.token).header("content-type", "text/plain").body("hi");
+    assert_problem(plain.send().await.expect("POST"), StatusCode::BAD_REQUEST, "invalid_request").await;
+    let empty = app.client.post(&comments).bearer_auth(&guest.token).header("content-type", "application/json");
+    assert_problem(empty.send().await.expect("POST"), StatusCode::BAD_REQUEST, "invalid_request").await;
+    let put = app.client.put(&comments).bearer_auth(&guest.token).send().await.expect("PUT");
+    assert_problem(put, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed").await;
+    let nowhere = get("/api/v1/nowhere".into()).await.expect("GET");
+    assert_problem(nowhere, StatusCode::NOT_FOUND, "not_found").await;
+}
+
+async fn a_weak_if_none_match_is_answered_not_modified(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Anna").await;
+    let created = upload_named(&app, &guest, "a.jpg", None).await;
+    let upload = settled(&app, &guest.token, created["id"].as_str().expect("id")).await;
+    assert_eq!(upload["status"], "ready");
+
+    for kind in ["original", "thumb", "preview"] {
+        let url = app.url(upload["urls"][kind].as_str().expect("url"));
+        let full = app.client.get(&url).bearer_auth(&guest.token).send().await.expect("GET");
+        assert_eq!(full.status(), StatusCode::OK);
+        let etag = full.headers()["etag"].to_str().expect("ascii").to_owned();
+        for field in [format!("W/{etag}"), format!("\"other\", W/{etag}"), "*".to_owned()] {
+            let again = app.client.get(&url).bearer_auth(&guest.token).header("if-none-match", &field).send().await;
+            assert_eq!(again.expect("GET").status(), StatusCode::NOT_MODIFIED, "{kind} with If-None-Match: {field}");
+        }
+        let other = app.client.get(&url).bearer_auth(&guest.token).header("if-none-match", "W/\"other\"").send().await;
+        assert_eq!(other.expect("GET").status(), StatusCode::OK, "{kind}: another tag is no match");
+    }
+}
+
+async fn an_organiser_of_another_event_learns_nothing_from_a_malformed_patch_body(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Anna").await;
+    let upload = upload_named(&app, &guest, "a.jpg", None).await;
+    let other = app.create_event().await;
+    let stranger = app.organiser_login(&other).await;
+    let url = app.url(&format!("/api/v1/uploads/{}", upload["id"].as_str().expect("id")));
+
+    let well_formed = app.client.patch(&url).bearer_auth(&stranger).json(&json!({"hidden": true})).send().await;
+    let expected = well_formed.expect("PATCH").status();
+    assert!(expected == StatusCode::NOT_FOUND || expected == StatusCode::FORBIDDEN, "{expected}");
+    let padding = "x".repeat(JSON_LIMIT as usize);
+    for body in ["{not json".to_owned(), "{\"hidden\": \"yes\"}".to_owned(), padding] {
+        let response = app.client.patch(&url).bearer_auth(&stranger).header("content-type", "application/json");
+        let response = response.body(body.clone()).send().await.expect("PATCH");
+        assert_eq!(response.status(), expected, "body {:?}", &body[..body.len().min(20)]);
+        assert_eq!(response.headers()["content-type"], "application/problem+json");
+    }
+}
+
 both_backends!(
     export_entries_take_their_extension_from_the_stored_format_and_lose_hidden_characters,
     format_characters_are_removed_from_what_guests_and_organisers_type,
     a_nul_byte_in_a_caption_or_comment_is_removed_the_same_way_on_both_backends,
+    json_bodies_over_the_limit_are_413_problems_everywhere,
+    requests_an_extractor_refuses_are_answered_in_problem_json,
+    a_weak_if_none_match_is_answered_not_modified,
+    an_organiser_of_another_event_learns_nothing_from_a_malformed_patch_body,
 );
