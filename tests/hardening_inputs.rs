@@ -17,6 +17,14 @@ use uuid::Uuid;
 
 const JSON_LIMIT: u64 = 64 * 1024;
 
+async fn execute(app: &TestApp, sql: &'static str) {
+    match &app.db {
+        Db::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+        Db::Postgres(p) => sqlx::query(sql).execute(p).await.map(|_| ()),
+    }
+    .expect(sql)
+}
+
 async fn upload_named(app: &TestApp, guest: &Guest, filename: &str, caption: Option<&str>) -> Value {
     let form = upload_form(&images::jpeg(64, 48), Some(Uuid::new_v4()), filename, caption);
     let response = app.upload_form(guest, form, None).await;
@@ -251,6 +259,50 @@ async fn an_organiser_of_another_event_learns_nothing_from_a_malformed_patch_bod
     }
 }
 
+async fn uploads_stay_readable_while_their_likes_cannot_be_read(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Anna").await;
+    let organiser = app.organiser_login(&event).await;
+    let key = Uuid::new_v4();
+    let photo = images::jpeg(64, 48);
+    let response = app.upload(&guest, &photo, Some(key)).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let id = response.json::<Value>().await.expect("json")["id"].as_str().expect("id").to_owned();
+    let like = app.client.put(app.url(&format!("/api/v1/uploads/{id}/like"))).bearer_auth(&guest.token).send().await;
+    assert_eq!(like.expect("like").status(), StatusCode::OK);
+    let (_, liked) = app.get_json(&format!("/api/v1/uploads/{id}"), &guest.token).await;
+    assert_eq!((liked["likes"].as_i64(), liked["liked_by_me"].as_bool()), (Some(1), Some(true)));
+
+    execute(&app, "ALTER TABLE likes RENAME TO likes_gone").await;
+
+    let (status, one) = app.get_json(&format!("/api/v1/uploads/{id}"), &guest.token).await;
+    assert_eq!(status, StatusCode::OK, "{one}");
+    assert_eq!(
+        (one["id"].as_str(), one["likes"].as_i64(), one["liked_by_me"].as_bool()),
+        (Some(&*id), Some(0), Some(false))
+    );
+    let (status, page) = app.get_json(&format!("/api/v1/events/{}/uploads", event.slug), &guest.token).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert_eq!(page["items"][0]["id"].as_str(), Some(&*id));
+    assert_eq!(page["items"][0]["likes"], 0);
+    let (status, preflight) =
+        app.get_json(&format!("/api/v1/events/{}/uploads/by-client-id/{key}", event.slug), &guest.token).await;
+    assert_eq!((status, preflight["id"].as_str()), (StatusCode::OK, Some(&*id)));
+    let replay = app.upload(&guest, &photo, Some(key)).await;
+    assert_eq!(replay.status(), StatusCode::OK);
+    assert_eq!(replay.json::<Value>().await.expect("json")["id"].as_str(), Some(&*id));
+    let original = app.client.get(app.url(&format!("/api/v1/uploads/{id}/original"))).bearer_auth(&guest.token).send();
+    assert_eq!(original.await.expect("GET").status(), StatusCode::OK);
+    // A write that answers with the Upload still commits and answers.
+    let hide = app.client.patch(app.url(&format!("/api/v1/uploads/{id}"))).bearer_auth(&organiser);
+    let hidden = hide.json(&json!({"hidden": true})).send().await.expect("PATCH");
+    assert_eq!(hidden.status(), StatusCode::OK);
+    assert_eq!(hidden.json::<Value>().await.expect("json")["status"], "hidden");
+    let (_, seen) = app.get_json(&format!("/api/v1/uploads/{id}"), &organiser).await;
+    assert_eq!(seen["status"], "hidden", "the change was committed");
+}
+
 both_backends!(
     export_entries_take_their_extension_from_the_stored_format_and_lose_hidden_characters,
     format_characters_are_removed_from_what_guests_and_organisers_type,
@@ -259,4 +311,5 @@ both_backends!(
     requests_an_extractor_refuses_are_answered_in_problem_json,
     a_weak_if_none_match_is_answered_not_modified,
     an_organiser_of_another_event_learns_nothing_from_a_malformed_patch_body,
+    uploads_stay_readable_while_their_likes_cannot_be_read,
 );
