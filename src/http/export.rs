@@ -25,7 +25,6 @@ use uuid::Uuid;
 use super::extract::Organiser;
 use crate::app::AppState;
 use crate::blobs::BlobKey;
-use crate::db::uploads::UploadRow;
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
 
@@ -98,8 +97,11 @@ async fn write_archive(state: &AppState, event_id: Uuid, pipe: DuplexStream) -> 
                 },
                 other => other?,
             };
-            let entry = ZipEntryBuilder::new(names.name(row).into(), Compression::Stored)
-                .last_modification_date(zip_time(row.taken_at.unwrap_or(row.created_at)));
+            let entry = ZipEntryBuilder::new(
+                names.name(&row.guest_display_name, &row.filename, &row.content_type).into(),
+                Compression::Stored,
+            )
+            .last_modification_date(zip_time(row.taken_at.unwrap_or(row.created_at)));
             let mut writer = zip.write_entry_stream(entry).await?;
             let mut chunks = blob.into_stream();
             while let Some(chunk) = chunks.next().await {
@@ -143,9 +145,9 @@ struct EntryNames {
 impl EntryNames {
     /// `<guest> - <file name without the guest's extension>.<extension of the stored format>`,
     /// safe to unpack on Windows, macOS and Linux, unique within the archive.
-    fn name(&mut self, row: &UploadRow) -> String {
-        let guest = safe_part(&row.guest_display_name);
-        let stem = safe_part(without_extension(&row.filename));
+    fn name(&mut self, guest: &str, filename: &str, content_type: &str) -> String {
+        let guest = safe_part(guest);
+        let stem = safe_part(without_extension(filename));
         let guest = if guest.is_empty() { "guest" } else { guest.as_str() };
         let stem = if stem.is_empty() { "photo" } else { stem.as_str() };
         let mut base = bounded(&format!("{guest} - {stem}"));
@@ -153,7 +155,7 @@ impl EntryNames {
         if base.is_empty() || WINDOWS_DEVICES.iter().any(|d| d.eq_ignore_ascii_case(device)) {
             base.insert(0, '_');
         }
-        let extension = extension(&row.content_type);
+        let extension = extension(content_type);
         let key = format!("{base}.{extension}").to_lowercase();
         let mut n = self.next.get(&key).copied().unwrap_or(1);
         let numbered =

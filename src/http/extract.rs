@@ -205,7 +205,7 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<
         return Err(too_large());
     }
     let mut chunks = body.into_data_stream();
-    let mut read = BytesMut::new();
+    let mut read = BytesMut::with_capacity(declared.map_or(0, |n| n as usize));
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.map_err(|e| ApiError::InvalidRequest(format!("the request body could not be read: {e}")))?;
         if read.len() + chunk.len() > limit {
