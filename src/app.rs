@@ -115,13 +115,14 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     // Outermost first: panics become a 500 problem, then every request is traced
     // (the span names the route template, never the raw path with its ids), then every
-    // answer gets the security headers; innermost, on matched routes only, the
-    // Idempotency-Key of writes.
+    // answer gets the security headers, then every error answer is made problem+json (axum's
+    // own rejections are text); innermost, on matched routes only, the Idempotency-Key of writes.
     Router::new()
         .merge(crate::http::routes())
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(axum::middleware::map_response(crate::http::problem::ensure))
         .layer(axum::middleware::map_response(crate::http::security_headers::add))
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
             let route = request.extensions().get::<MatchedPath>().map(MatchedPath::as_str).unwrap_or("-");

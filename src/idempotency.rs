@@ -33,6 +33,7 @@ use crate::db::idempotency::{KeyScope, RecordedAnswer};
 use crate::db::{Db, Tx};
 use crate::error::{ApiError, ApiResult};
 use crate::http::IDEMPOTENT_REPLAYED;
+use crate::http::extract::{MAX_JSON_BODY, read_body};
 
 /// Writes that do not take part, with the reason.
 const EXEMPT: &[(Method, &str)] = &[
@@ -47,8 +48,10 @@ const EXEMPT: &[(Method, &str)] = &[
     (Method::DELETE, "/api/v1/events/{slug}/organiser-sessions/current"),
 ];
 
-/// Request and response bodies of these writes are small JSON documents.
-const MAX_BODY: usize = 1024 * 1024;
+/// Response bodies of these writes are small JSON documents. (Request bodies are held to the
+/// same limit as everywhere else, `MAX_JSON_BODY`, so a key changes nothing about which
+/// bodies are taken.)
+const MAX_RESPONSE_BODY: usize = 1024 * 1024;
 
 /// What the mechanism did, for operators (`GET /metrics`).
 #[derive(Debug, Default)]
@@ -96,8 +99,9 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
         Ok(key) => key,
         Err(e) => return e.into_response(),
     };
-    let Ok(body) = to_bytes(body, MAX_BODY).await else {
-        return ApiError::InvalidRequest("the request body is too large or was cut off".into()).into_response();
+    let body = match read_body(&parts.headers, body, MAX_JSON_BODY).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal.into_response(),
     };
     let scope =
         KeyScope { principal, method: method.to_string(), path_digest: Sha256::digest(parts.uri.path()).to_vec(), key };
@@ -222,7 +226,7 @@ async fn finish(state: &AppState, claim: Claim, response: Response) -> Response 
 async fn capture(response: Response) -> ApiResult<(RecordedAnswer, Response)> {
     let (parts, body) = response.into_parts();
     let bytes: Bytes =
-        to_bytes(body, MAX_BODY).await.map_err(|e| anyhow::anyhow!("reading a response to record: {e}"))?;
+        to_bytes(body, MAX_RESPONSE_BODY).await.map_err(|e| anyhow::anyhow!("reading a response to record: {e}"))?;
     let header_text = |name| parts.headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).map(str::to_owned);
     let answer = RecordedAnswer {
         status: parts.status.as_u16(),

@@ -65,27 +65,80 @@ pub struct ListQuery {
 }
 
 /// Every read of an upload is live, counts included; `$1` is the guest it is read for
-/// (NULL for an organiser), who may have liked it.
+/// (NULL for an organiser), who may have liked it. `upload_select!(plain)` reads the row
+/// alone, with no likes and no comments: the fail-soft answer when the counts cannot be read.
 macro_rules! upload_select {
     () => {
-        "SELECT u.id, u.event_id, e.slug AS event_slug, u.guest_id, g.display_name AS guest_display_name,
-                u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
-                u.height, u.taken_at, u.created_at, u.status, u.hidden, u.deleted_at,
-                (SELECT COUNT(*) FROM likes l WHERE l.upload_id = u.id) AS likes,
-                EXISTS (SELECT 1 FROM likes l WHERE l.upload_id = u.id AND l.guest_id = $1) AS liked_by_me,
-                (SELECT COUNT(*) FROM comments c WHERE c.upload_id = u.id) AS comments
-         FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "
+        upload_select!(
+            "(SELECT COUNT(*) FROM likes l WHERE l.upload_id = u.id) AS likes,
+             EXISTS (SELECT 1 FROM likes l WHERE l.upload_id = u.id AND l.guest_id = $1) AS liked_by_me,
+             (SELECT COUNT(*) FROM comments c WHERE c.upload_id = u.id) AS comments"
+        )
+    };
+    (plain) => {
+        // `$1` is still bound, so it is still named (as a condition that is always false).
+        upload_select!(
+            "CAST(0 AS BIGINT) AS likes, ($1 IS NULL AND FALSE) AS liked_by_me, CAST(0 AS BIGINT) AS comments"
+        )
+    };
+    ($counts:literal) => {
+        concat!(
+            "SELECT u.id, u.event_id, e.slug AS event_slug, u.guest_id, g.display_name AS guest_display_name,
+                    u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
+                    u.height, u.taken_at, u.created_at, u.status, u.hidden, u.deleted_at, ",
+            $counts,
+            " FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "
+        )
+    };
+}
+
+/// Whether a failed read of uploads with their counts may be answered without the counts:
+/// the database answered and refused the query (a table missing or damaged, a count it could
+/// not decode), as opposed to not answering at all, where a second query would only wait twice.
+fn counts_may_be_at_fault(e: &sqlx::Error) -> bool {
+    matches!(
+        e,
+        sqlx::Error::Database(_)
+            | sqlx::Error::ColumnDecode { .. }
+            | sqlx::Error::Decode(_)
+            | sqlx::Error::ColumnNotFound(_)
+            | sqlx::Error::TypeNotFound { .. }
+    )
+}
+
+/// Once an upload's row exists, a failing secondary read never turns into an error: likes,
+/// `liked_by_me` and the comment count come back as 0/false (the fail-soft rule), and the
+/// failure is logged. `plain` is polled only when `full` failed that way.
+async fn fail_soft<T>(
+    what: &'static str,
+    full: impl Future<Output = sqlx::Result<T>>,
+    plain: impl Future<Output = sqlx::Result<T>>,
+) -> sqlx::Result<T> {
+    match full.await {
+        Err(e) if counts_may_be_at_fault(&e) => {
+            tracing::warn!(error = %e, what, "reading uploads with their likes and comments failed; answering without them");
+            plain.await
+        }
+        other => other,
+    }
+}
+
+/// One read of uploads, with counts and, should that fail, without them.
+macro_rules! read_uploads {
+    ($db:expr, $what:literal, $fetch:ident, $where:literal, $($bind:expr),+ $(,)?) => {
+        fail_soft(
+            $what,
+            async { on_db!($db, pool => sqlx::query_as(concat!(upload_select!(), $where))$(.bind($bind))+.$fetch(pool).await) },
+            async { on_db!($db, pool => sqlx::query_as(concat!(upload_select!(plain), $where))$(.bind($bind))+.$fetch(pool).await) },
+        )
+        .await
     };
 }
 
 impl Db {
     /// The upload, deleted or not, as `viewer` (a guest, or `None`) sees it.
     pub async fn upload_by_id(&self, id: Uuid, viewer: Option<Uuid>) -> sqlx::Result<Option<UploadRow>> {
-        on_db!(self, pool => sqlx::query_as(concat!(upload_select!(), "WHERE u.id = $2"))
-            .bind(viewer)
-            .bind(id)
-            .fetch_optional(pool)
-            .await)
+        read_uploads!(self, "upload by id", fetch_optional, "WHERE u.id = $2", viewer, id)
     }
 
     /// The upload a client's key names, whoever owns it, deleted or not, as `viewer` sees it.
@@ -94,48 +147,51 @@ impl Db {
         client_upload_id: Uuid,
         viewer: Option<Uuid>,
     ) -> sqlx::Result<Option<UploadRow>> {
-        on_db!(self, pool => sqlx::query_as(concat!(upload_select!(), "WHERE u.client_upload_id = $2"))
-            .bind(viewer)
-            .bind(client_upload_id)
-            .fetch_optional(pool)
-            .await)
+        read_uploads!(
+            self,
+            "upload by client id",
+            fetch_optional,
+            "WHERE u.client_upload_id = $2",
+            viewer,
+            client_upload_id
+        )
     }
 
     /// Newest first; ids are UUIDv7, so `id < cursor` is "older than the last one shown"
     /// and stays valid while new uploads arrive.
     pub async fn list_uploads(&self, q: &ListQuery) -> sqlx::Result<Vec<UploadRow>> {
-        on_db!(self, pool => sqlx::query_as(concat!(
-            upload_select!(),
+        // The cursor is always a bound, never `$4 IS NULL OR …`: SQLite then seeks the index to
+        // the cursor instead of walking it from the newest upload.
+        read_uploads!(
+            self,
+            "upload listing",
+            fetch_all,
             "WHERE u.event_id = $2 AND u.deleted_at IS NULL
                AND (u.hidden = FALSE OR $3 OR u.guest_id = $1)
                AND u.id < $4
-             ORDER BY u.id DESC LIMIT $5"
-        ))
-        .bind(q.viewer_guest)
-        .bind(q.event_id)
-        .bind(q.organiser)
-        // Always a bound, never `$4 IS NULL OR …`: SQLite then seeks the index to the cursor
-        // instead of walking it from the newest upload (measured: p99 11 ms → ? ms at 100,000).
-        .bind(q.before.unwrap_or(Uuid::max()))
-        .bind(q.limit)
-        .fetch_all(pool)
-        .await)
+             ORDER BY u.id DESC LIMIT $5",
+            q.viewer_guest,
+            q.event_id,
+            q.organiser,
+            q.before.unwrap_or(Uuid::max()),
+            q.limit,
+        )
     }
 
     /// What an export holds: the event's visible uploads (not hidden, not deleted), oldest
     /// first, a page at a time after `after`.
     pub async fn export_page(&self, event_id: Uuid, after: Option<Uuid>, limit: i64) -> sqlx::Result<Vec<UploadRow>> {
-        on_db!(self, pool => sqlx::query_as(concat!(
-            upload_select!(),
+        read_uploads!(
+            self,
+            "export page",
+            fetch_all,
             "WHERE u.event_id = $2 AND u.deleted_at IS NULL AND u.hidden = FALSE AND u.id > $3
-             ORDER BY u.id LIMIT $4"
-        ))
-        .bind(None::<Uuid>)
-        .bind(event_id)
-        .bind(after.unwrap_or(Uuid::nil()))
-        .bind(limit)
-        .fetch_all(pool)
-        .await)
+             ORDER BY u.id LIMIT $4",
+            None::<Uuid>,
+            event_id,
+            after.unwrap_or(Uuid::nil()),
+            limit,
+        )
     }
 
     /// Whether an upload row exists and is live: `None` when there is no such row,
@@ -192,13 +248,33 @@ impl Tx {
         .await)
     }
 
-    /// The upload as an organiser sees it, inside this transaction.
+    /// The upload as an organiser sees it, inside this transaction. The read with counts runs
+    /// in a savepoint: on PostgreSQL a failed statement spoils its whole transaction, and the
+    /// write this read follows must survive a broken likes or comments table.
     pub async fn upload_by_id(&mut self, id: Uuid) -> sqlx::Result<Option<UploadRow>> {
-        on_tx!(self, tx => sqlx::query_as(concat!(upload_select!(), "WHERE u.id = $2"))
-            .bind(None::<Uuid>)
-            .bind(id)
-            .fetch_optional(&mut **tx)
-            .await)
+        let full = on_tx!(self, tx => {
+            let mut savepoint = sqlx::Acquire::begin(&mut **tx).await?;
+            let read = sqlx::query_as(concat!(upload_select!(), "WHERE u.id = $2"))
+                .bind(None::<Uuid>)
+                .bind(id)
+                .fetch_optional(&mut *savepoint)
+                .await;
+            match read {
+                Ok(row) => savepoint.commit().await.map(|()| row),
+                Err(e) => savepoint.rollback().await.and(Err(e)),
+            }
+        });
+        match full {
+            Err(e) if counts_may_be_at_fault(&e) => {
+                tracing::warn!(error = %e, "reading an upload with its likes and comments failed; answering without them");
+                on_tx!(self, tx => sqlx::query_as(concat!(upload_select!(plain), "WHERE u.id = $2"))
+                    .bind(None::<Uuid>)
+                    .bind(id)
+                    .fetch_optional(&mut **tx)
+                    .await)
+            }
+            other => other,
+        }
     }
 
     /// Hides or shows a live upload. `Some(Some(status))` when it changed (its status, read

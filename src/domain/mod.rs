@@ -7,4 +7,4 @@ mod text;
 
 pub use ids::{ClientUploadId, EventSlug};
 pub use password::OrganiserPassword;
-pub use text::{Caption, CommentText, DisplayName, EventName, FileName};
+pub use text::{Caption, CommentText, DisplayName, EventName, FileName, is_format};

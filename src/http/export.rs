@@ -6,7 +6,7 @@
 //! pipe's size whatever the event's size; nothing is staged on disk. ZIP64 records are written
 //! when an archive passes 4 GiB.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use async_zip::tokio::write::ZipFileWriter;
 use async_zip::{Compression, ZipDateTime, ZipEntryBuilder};
@@ -25,7 +25,6 @@ use uuid::Uuid;
 use super::extract::Organiser;
 use crate::app::AppState;
 use crate::blobs::BlobKey;
-use crate::db::uploads::UploadRow;
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
 
@@ -78,7 +77,7 @@ async fn export(
 /// Writes every visible original of the event; returns how many.
 async fn write_archive(state: &AppState, event_id: Uuid, pipe: DuplexStream) -> anyhow::Result<usize> {
     let mut zip = ZipFileWriter::with_tokio(pipe);
-    let mut names = HashSet::new();
+    let mut names = EntryNames::default();
     let mut after = None;
     let mut entries = 0;
     loop {
@@ -98,8 +97,11 @@ async fn write_archive(state: &AppState, event_id: Uuid, pipe: DuplexStream) -> 
                 },
                 other => other?,
             };
-            let entry = ZipEntryBuilder::new(entry_name(row, &mut names).into(), Compression::Stored)
-                .last_modification_date(zip_time(row.taken_at.unwrap_or(row.created_at)));
+            let entry = ZipEntryBuilder::new(
+                names.name(&row.guest_display_name, &row.filename, &row.content_type).into(),
+                Compression::Stored,
+            )
+            .last_modification_date(zip_time(row.taken_at.unwrap_or(row.created_at)));
             let mut writer = zip.write_entry_stream(entry).await?;
             let mut chunks = blob.into_stream();
             while let Some(chunk) = chunks.next().await {
@@ -119,42 +121,106 @@ fn zip_time(t: chrono::DateTime<chrono::Utc>) -> ZipDateTime {
     ZipDateTime::from_chrono(&t.max(earliest))
 }
 
-/// `<guest> - <file name>`, cleaned for every unzip tool, unique within the archive.
-fn entry_name(row: &UploadRow, taken: &mut HashSet<String>) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_control() || matches!(c, '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|') {
-                    '_'
-                } else {
-                    c
-                }
-            })
-            .collect::<String>()
-            .trim_matches(|c: char| c == '.' || c.is_whitespace())
-            .to_owned()
-    };
-    let (stem, extension) = match row.filename.rsplit_once('.') {
-        Some((stem, ext)) if !stem.is_empty() && ext.len() <= 5 => (clean(stem), clean(ext).to_lowercase()),
-        _ => (clean(&row.filename), default_extension(&row.content_type).to_owned()),
-    };
-    let base = format!("{} - {}", clean(&row.guest_display_name), if stem.is_empty() { "photo".into() } else { stem });
-    let base: String = base.chars().take(120).collect();
-    let mut name = format!("{base}.{extension}");
-    let mut n = 2;
-    while !taken.insert(name.clone()) {
-        name = format!("{base} ({n}).{extension}");
-        n += 1;
-    }
-    name
+/// Entry names stay within 100 characters and 200 bytes: Linux and macOS file systems allow
+/// 255 bytes per name, and Windows' 260-character path limit must leave room for the folder
+/// the archive is unpacked into.
+const MAX_BASE_CHARS: usize = 100;
+const MAX_BASE_BYTES: usize = 200;
+
+/// Names Windows gives to devices, whatever the extension (`NUL.tar.gz` is NUL).
+const WINDOWS_DEVICES: &[&str] = &[
+    "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "COM0", "COM1", "COM2", "COM3", "COM4", "COM5", "COM6", "COM7",
+    "COM8", "COM9", "COM¹", "COM²", "COM³", "LPT0", "LPT1", "LPT2", "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8",
+    "LPT9", "LPT¹", "LPT²", "LPT³",
+];
+
+/// The names given so far, compared as Windows and macOS compare them (case-insensitively),
+/// and the next number to try for each name, so a thousand `image.jpg` cost no more than one.
+#[derive(Default)]
+struct EntryNames {
+    taken: HashSet<String>,
+    next: HashMap<String, u32>,
 }
 
-fn default_extension(content_type: &str) -> &'static str {
+impl EntryNames {
+    /// `<guest> - <file name without the guest's extension>.<extension of the stored format>`,
+    /// safe to unpack on Windows, macOS and Linux, unique within the archive.
+    fn name(&mut self, guest: &str, filename: &str, content_type: &str) -> String {
+        let guest = safe_part(guest);
+        let stem = safe_part(without_extension(filename));
+        let guest = if guest.is_empty() { "guest" } else { guest.as_str() };
+        let stem = if stem.is_empty() { "photo" } else { stem.as_str() };
+        let mut base = bounded(&format!("{guest} - {stem}"));
+        let device = base.split('.').next().unwrap_or_default().trim_end();
+        if base.is_empty() || WINDOWS_DEVICES.iter().any(|d| d.eq_ignore_ascii_case(device)) {
+            base.insert(0, '_');
+        }
+        let extension = extension(content_type);
+        let key = format!("{base}.{extension}").to_lowercase();
+        let mut n = self.next.get(&key).copied().unwrap_or(1);
+        let numbered =
+            |n: u32| if n == 1 { format!("{base}.{extension}") } else { format!("{base} ({n}).{extension}") };
+        let mut name = numbered(n);
+        while !self.taken.insert(name.to_lowercase()) {
+            n += 1;
+            name = numbered(n);
+        }
+        self.next.insert(key, n + 1);
+        name
+    }
+}
+
+/// The file name without its last extension (`invoice.hta` → `invoice`): the entry's
+/// extension says what the bytes are, never what the guest called them.
+fn without_extension(filename: &str) -> &str {
+    match filename.rsplit_once('.') {
+        Some((stem, ext)) if !stem.trim_matches('.').is_empty() && !ext.is_empty() => stem,
+        _ => filename,
+    }
+}
+
+/// A piece of an entry name: no format characters (bidi overrides, zero-width…), no control
+/// characters, no path separators or characters Windows refuses, no leading or trailing dots
+/// or spaces.
+fn safe_part(raw: &str) -> String {
+    raw.chars()
+        .filter(|c| !crate::domain::is_format(*c))
+        .map(|c| match c {
+            c if c.is_whitespace() => ' ',
+            c if c.is_control() => '_',
+            '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|' => '_',
+            c => c,
+        })
+        .collect::<String>()
+        .trim_matches(|c: char| c == '.' || c == ' ')
+        .to_owned()
+}
+
+/// Cut to `MAX_BASE_CHARS` and `MAX_BASE_BYTES` on a character boundary, without leaving a
+/// trailing space, dot or dash.
+fn bounded(base: &str) -> String {
+    let mut out = String::new();
+    for c in base.chars().take(MAX_BASE_CHARS) {
+        if out.len() + c.len_utf8() > MAX_BASE_BYTES {
+            break;
+        }
+        out.push(c);
+    }
+    out.trim_end_matches(['.', ' ', '-']).to_owned()
+}
+
+/// The extension of the format the probe found, which is what the bytes are.
+fn extension(content_type: &str) -> &'static str {
     match content_type {
+        "image/jpeg" => "jpg",
         "image/png" => "png",
         "image/gif" => "gif",
         "image/webp" => "webp",
-        "image/heic" => "heic",
-        _ => "jpg",
+        "image/heic" | "image/heif" => "heic",
+        // Not a format Confetti stores today: an extension no program opens by itself.
+        _ => "bin",
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,9 +3,14 @@
 //! must come from this server's own pages (`Origin` check), since browsers attach cookies
 //! to requests other sites start.
 
+use std::time::Duration;
+
+use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{Method, header};
+use axum::http::{HeaderMap, Method, header};
+use bytes::BytesMut;
+use futures_util::StreamExt;
 
 use crate::app::AppState;
 use crate::auth::{self, GUEST_COOKIE, GUEST_PREFIX, ORGANISER_COOKIE, ORGANISER_PREFIX};
@@ -174,7 +179,67 @@ pub fn client_ip(parts: &Parts) -> std::net::IpAddr {
         .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]))
 }
 
-/// A JSON body whose rejections are problem+json like every other error.
+/// The largest JSON body any route takes. The biggest document Confetti reads is a comment
+/// of 1000 characters, at most 12 bytes each when escaped as a surrogate pair; 64 KiB leaves
+/// room for any well-meant client and bounds what a request can make the server hold.
+pub const MAX_JSON_BODY: usize = 64 * 1024;
+
+/// How much of a refused body is still read (and thrown away) before the answer, and for how
+/// long: a client that is still sending when the server answers and closes gets a reset,
+/// which can destroy the answer before it is read. Past this the connection is closed.
+const DRAIN_BYTES: u64 = 1024 * 1024;
+const DRAIN_TIME: Duration = Duration::from_secs(5);
+
+/// Reads a whole request body of at most `limit` bytes. A larger one is refused with 413
+/// `body_too_large` as soon as that is known: when `Content-Length` says so, else at the
+/// chunk that passes the limit. Only `limit` bytes are ever held.
+pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    let too_large = || ApiError::BodyTooLarge { limit_bytes: limit as u64 };
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        // A client waiting for `100 Continue` sends nothing more once it has the answer.
+        let waits = headers.get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        if !waits && declared.is_some_and(|n| n <= DRAIN_BYTES) {
+            discard_body(body).await;
+        }
+        return Err(too_large());
+    }
+    let mut chunks = body.into_data_stream();
+    let mut read = BytesMut::with_capacity(declared.map_or(0, |n| n as usize));
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| ApiError::InvalidRequest(format!("the request body could not be read: {e}")))?;
+        if read.len() + chunk.len() > limit {
+            let consumed = (read.len() + chunk.len()) as u64;
+            drop(read);
+            discard(chunks, DRAIN_BYTES.saturating_sub(consumed)).await;
+            return Err(too_large());
+        }
+        read.extend_from_slice(&chunk);
+    }
+    Ok(read.freeze())
+}
+
+/// Reads and throws away what is left of a body the handler refuses, up to `DRAIN_BYTES`
+/// and `DRAIN_TIME`, so its answer reaches the client (see `DRAIN_BYTES`).
+pub async fn discard_body(body: Body) {
+    discard(body.into_data_stream(), DRAIN_BYTES).await;
+}
+
+async fn discard(mut chunks: BodyDataStream, budget: u64) {
+    let drain = async {
+        let mut left = budget;
+        while left > 0
+            && let Some(Ok(chunk)) = chunks.next().await
+        {
+            left = left.saturating_sub(chunk.len() as u64);
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
+}
+
+/// A JSON body of at most `MAX_JSON_BODY` bytes whose rejections are problem+json like every
+/// other error: 413 `body_too_large` when larger, 400 `invalid_request` when it is not JSON of
+/// the expected shape (with axum's explanation as the detail).
 pub struct JsonBody<T>(pub T);
 
 impl<T, S> axum::extract::FromRequest<S> for JsonBody<T>
@@ -185,6 +250,9 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let (parts, body) = request.into_parts();
+        let body = read_body(&parts.headers, body, MAX_JSON_BODY).await?;
+        let request = axum::extract::Request::from_parts(parts, Body::from(body));
         match axum::Json::<T>::from_request(request, state).await {
             Ok(axum::Json(value)) => Ok(JsonBody(value)),
             Err(rejection) => Err(ApiError::InvalidRequest(rejection.body_text())),

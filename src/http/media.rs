@@ -28,11 +28,39 @@ pub fn routes() -> Router<AppState> {
 }
 
 fn not_modified(headers: &HeaderMap, etag: &str) -> Option<Response> {
-    let candidates = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok())?;
-    candidates.split(',').any(|c| c.trim() == etag || c.trim() == "*").then(|| {
+    let current = etag.trim_matches('"').as_bytes();
+    let mut fields = headers.get_all(header::IF_NONE_MATCH).iter();
+    fields.any(|field| none_match_lists(field.as_bytes(), current)).then(|| {
         (StatusCode::NOT_MODIFIED, [(header::ETAG, etag.to_owned()), (header::CACHE_CONTROL, CACHE_FOREVER.into())])
             .into_response()
     })
+}
+
+/// Whether an `If-None-Match` field matches the entity tag whose opaque part is `current`:
+/// `*`, or a list of entity tags one of which is weakly equal to it (RFC 9110 §13.1.2: the
+/// opaque tags are the same, either of them marked weak `W/` or not). An entity tag may hold a
+/// comma, so the list is read tag by tag rather than split; a malformed rest matches nothing,
+/// and the full answer is sent.
+fn none_match_lists(field: &[u8], current: &[u8]) -> bool {
+    let mut rest = field;
+    loop {
+        while let [b' ' | b'\t' | b',', tail @ ..] = rest {
+            rest = tail;
+        }
+        let tag = match rest {
+            [] => return false,
+            [b'*', ..] => return true,
+            [b'W', b'/', b'"', tail @ ..] | [b'"', tail @ ..] => tail,
+            _ => return false,
+        };
+        let Some(end) = tag.iter().position(|b| *b == b'"') else {
+            return false;
+        };
+        if &tag[..end] == current {
+            return true;
+        }
+        rest = &tag[end + 1..];
+    }
 }
 
 async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers: HeaderMap) -> ApiResult<Response> {
@@ -182,5 +210,20 @@ mod tests {
         assert_eq!(parse_range("bytes=100-", 100), RangeRequest::Unsatisfiable);
         assert_eq!(parse_range("bytes=0-1,5-6", 100), RangeRequest::Ignored);
         assert_eq!(parse_range("items=0-1", 100), RangeRequest::Ignored);
+    }
+
+    #[test]
+    fn if_none_match_compares_entity_tags_weakly_as_rfc_9110_says() {
+        let matches = |field: &str| none_match_lists(field.as_bytes(), b"abc");
+        assert!(matches("\"abc\""));
+        assert!(matches("W/\"abc\""));
+        assert!(matches("*"));
+        assert!(matches("\"x\", W/\"abc\""));
+        assert!(matches("\"a,b\",\"abc\""), "a comma inside a tag is part of it");
+        assert!(!matches("\"abcd\", \"ab\""));
+        assert!(!matches("w/\"abc\""), "the weak marker is case-sensitive");
+        assert!(!matches("abc"), "an unquoted tag is malformed");
+        assert!(!matches("\"abc"));
+        assert!(!matches(""));
     }
 }

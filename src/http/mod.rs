@@ -10,6 +10,7 @@ pub mod live;
 pub mod media;
 pub mod organiser;
 pub mod pages;
+pub mod problem;
 pub mod reactions;
 pub mod security_headers;
 pub mod system;

@@ -168,24 +168,27 @@ struct ChangeUpload {
 }
 
 /// The organiser hides an upload from guests (its uploader still sees it), or shows it again.
+/// Who may change the upload is decided before the body is read: an organiser of another
+/// event learns nothing from a malformed or oversized body that a well-formed one would not
+/// tell them.
 async fn change_upload(
     State(state): State<AppState>,
     viewer: Viewer,
     Path(id): Path<String>,
     write: Write,
-    body: Bytes,
+    request: Request,
 ) -> ApiResult<Response> {
-    // Organiser-only: a guest learns nothing more than that, whatever the id or the body.
-    if viewer.organiser.is_none() {
-        return Err(ApiError::Forbidden);
-    }
-    let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
+    let (parts, body) = request.into_parts();
+    let (id, row) = match may_change_upload(&state, &viewer, &id).await {
+        Ok(allowed) => allowed,
+        Err(refusal) => {
+            super::extract::discard_body(body).await;
+            return Err(refusal);
+        }
+    };
+    let body: Bytes = super::extract::read_body(&parts.headers, body, super::extract::MAX_JSON_BODY).await?;
     let body: ChangeUpload = serde_json::from_slice(&body)
         .map_err(|e| ApiError::InvalidRequest(format!("the body must be {{\"hidden\": true|false}}: {e}")))?;
-    let row = visible_upload(&state, &viewer, id).await?;
-    if !viewer.is_organiser_of(row.event_id) {
-        return Err(ApiError::Forbidden);
-    }
     let mut tx = write.begin(&state.db).await?;
     let Some(changed) = tx.set_upload_hidden(id, body.hidden).await? else {
         tx.rollback().await?;
@@ -208,6 +211,20 @@ async fn change_upload(
     }
     tracing::info!(upload_id = %id, hidden = body.hidden, "upload visibility changed");
     Ok(response)
+}
+
+/// The upload an organiser may hide or show: one of their own event's.
+async fn may_change_upload(state: &AppState, viewer: &Viewer, id: &str) -> ApiResult<(Uuid, UploadRow)> {
+    // Organiser-only: a guest learns nothing more than that, whatever the id or the body.
+    if viewer.organiser.is_none() {
+        return Err(ApiError::Forbidden);
+    }
+    let id = Uuid::try_parse(id).map_err(|_| ApiError::NotFound)?;
+    let row = visible_upload(state, viewer, id).await?;
+    if !viewer.is_organiser_of(row.event_id) {
+        return Err(ApiError::Forbidden);
+    }
+    Ok((id, row))
 }
 
 /// Soft delete: the row (and so its key) stays, a late retry learns the photo is gone;
