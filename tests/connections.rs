@@ -343,3 +343,47 @@ async fn a_request_is_answered_in_under_two_seconds_beside_400_connections_stall
         assert_eq!(time_until_closed(stream, Duration::from_millis(1)).await, None);
     }
 }
+
+/// A client that asks for a photo and stops reading holds its connection (and its place
+/// under the cap) only until the body idle timeout: the response is cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_that_stops_reading_a_response_is_cut_after_the_body_idle_timeout() {
+    let options = Options { body_idle_timeout_s: 2, derivative_workers: Some(0), ..Options::default() };
+    let app = TestApp::spawn_with(Backend::Sqlite, options).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Greedy Gus").await;
+    // Larger than what the kernel buffers on both ends of a loopback connection.
+    let photo = images::jpeg_of_about(12_000_000);
+    let response = app.upload(&guest, &photo, None).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let upload: serde_json::Value = response.json().await.expect("upload json");
+    let id = upload["id"].as_str().expect("id");
+
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("small receive buffer");
+    let mut stream = socket.connect(app.addr).await.expect("connect");
+    let request = format!(
+        "GET /api/v1/uploads/{id}/original HTTP/1.1\r\nHost: confetti\r\nAuthorization: Bearer {}\r\n\r\n",
+        guest.token
+    );
+    stream.write_all(request.as_bytes()).await.expect("request");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => received.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "the connection was still open 20 s later");
+    let head_end = received.windows(4).position(|w| w == b"\r\n\r\n").expect("a response head") + 4;
+    let head = String::from_utf8_lossy(&received[..head_end]).to_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains(&format!("content-length: {}", photo.len())), "{head}");
+    let body = received.len() - head_end;
+    assert!(body < photo.len(), "the whole photo arrived ({body} bytes): the stalled response was not cut");
+}
