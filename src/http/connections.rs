@@ -98,15 +98,16 @@ pub async fn serve(
 
     tokio::pin!(shutdown);
     let mut backoff = AcceptBackoff::default();
-    let mut saturated = false;
+    // Under a flood the cap is reached again and again: say so once a minute, not each time.
+    let mut warned_at: Option<tokio::time::Instant> = None;
     loop {
         // The permit is taken before `accept`: at the cap, new connections wait in the
         // kernel's queue instead of costing a file descriptor here.
         let permit = match Arc::clone(&permits).try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) => {
-                if !saturated {
-                    saturated = true;
+                if warned_at.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+                    warned_at = Some(tokio::time::Instant::now());
                     tracing::warn!(max_connections = cap, "connection cap reached: new connections wait");
                 }
                 tokio::select! {
@@ -131,10 +132,6 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         backoff = AcceptBackoff::default();
-        if saturated && permits.available_permits() > 0 {
-            saturated = false;
-            tracing::info!("below the connection cap again");
-        }
         tokio::spawn(serve_connection(
             stream,
             remote,
