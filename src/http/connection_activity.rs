@@ -226,3 +226,38 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TrackedStream<S> {
         self.poll_write_with(cx, |inner, cx| inner.poll_shutdown(cx))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[tokio::test]
+    async fn the_deadline_follows_what_the_connection_is_doing() {
+        let activity = Activity::new(Timeouts { header: 30 * S, idle: 75 * S, body_idle: 60 * S });
+        let start = activity.start;
+        assert_eq!(activity.deadline(), Some(start + 30 * S), "a new connection owes its first head");
+
+        let request = activity.request_started();
+        assert_eq!(activity.deadline(), None, "nothing is cut while a request is in flight");
+        activity.bytes_read();
+        assert_eq!(activity.deadline(), None, "bytes of a body in flight start no head");
+        drop(request);
+        let idle = activity.deadline().expect("idle deadline");
+        assert!(idle >= start + 75 * S && idle < start + 76 * S, "kept alive: the idle timeout");
+
+        activity.bytes_read();
+        let head = activity.deadline().expect("head deadline");
+        assert!(head >= start + 30 * S && head < start + 31 * S, "a next head started: the header timeout");
+        activity.bytes_read();
+        assert_eq!(activity.deadline(), Some(head), "more bytes of the same head do not extend it");
+
+        // HTTP/2: several requests at once; the connection is idle when the last one ends.
+        let (first, second) = (activity.request_started(), activity.request_started());
+        drop(first);
+        assert_eq!(activity.deadline(), None);
+        drop(second);
+        assert!(activity.deadline().is_some());
+    }
+}
