@@ -11,37 +11,44 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
-/// Measures how long one wait on the peer has lasted. Armed when a poll finds nothing to do,
-/// disarmed by progress, so time the server itself spends elsewhere (a handler busy with the
+/// Measures how long one wait on the peer has lasted. Started when a poll finds nothing to
+/// do, ended by progress, so time the server itself spends elsewhere (a handler busy with the
 /// database before it reads the body) never counts against the peer.
 #[derive(Debug)]
 pub struct Stall {
     limit: Duration,
-    /// Created on the first wait: most bodies end before anyone waits on them.
+    /// When the current wait began; `None` right after progress.
+    waiting_since: Option<Instant>,
+    /// Created on the first wait: most bodies end before anyone waits on them. Its deadline
+    /// may be older than the current wait's; it is then moved on when it fires, so a busy
+    /// transfer costs a clock reading per wait, not a timer update.
     sleep: Option<Pin<Box<Sleep>>>,
-    armed: bool,
 }
 
 impl Stall {
     pub fn new(limit: Duration) -> Self {
-        Self { limit, sleep: None, armed: false }
+        Self { limit, waiting_since: None, sleep: None }
     }
 
     /// The peer made progress: the next wait starts a new clock.
     pub fn progress(&mut self) {
-        self.armed = false;
+        self.waiting_since = None;
     }
 
     /// Call when the inner poll was pending. Ready once this wait has lasted `limit`; the
     /// task is woken then, so a silent peer cannot keep the wait open.
     pub fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let deadline = Instant::now() + self.limit;
+        let deadline = *self.waiting_since.get_or_insert_with(Instant::now) + self.limit;
         let sleep = self.sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-        if !self.armed {
+        loop {
+            ready!(sleep.as_mut().poll(cx));
+            // Every earlier wait began no later than this one: a sleep that fired before this
+            // wait's deadline belonged to one of them.
+            if sleep.deadline() >= deadline {
+                return Poll::Ready(());
+            }
             sleep.as_mut().reset(deadline);
-            self.armed = true;
         }
-        sleep.as_mut().poll(cx)
     }
 
     pub fn limit(&self) -> Duration {
@@ -146,5 +153,41 @@ mod tests {
         assert!(waited >= Duration::from_millis(290) && waited < Duration::from_secs(2), "{waited:?}");
         assert!(error.to_string().contains("no part of the request body arrived"), "{error}");
         assert!(stream.next().await.is_none());
+    }
+
+    /// A body that sends a frame every `every`, `left` more times.
+    struct Trickle {
+        every: Duration,
+        next: Pin<Box<Sleep>>,
+        left: usize,
+    }
+
+    impl Body for Trickle {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            if self.left == 0 {
+                return Poll::Ready(None);
+            }
+            ready!(self.next.as_mut().poll(cx));
+            let every = self.every;
+            self.next.as_mut().reset(Instant::now() + every);
+            self.left -= 1;
+            Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"slow")))))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_slow_body_that_keeps_sending_is_never_cut() {
+        let every = Duration::from_millis(150);
+        let trickle = Trickle { every, next: Box::pin(tokio::time::sleep(every)), left: 8 };
+        // Eight frames over 1.2 s, each within the 400 ms limit of the one before.
+        let body = IdleTimeoutBody::new(trickle, Duration::from_millis(400));
+        let frames: Vec<_> = axum::body::Body::new(body).into_data_stream().collect().await;
+        assert_eq!(frames.len(), 8);
+        assert!(frames.iter().all(Result::is_ok));
     }
 }
