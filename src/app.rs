@@ -135,6 +135,7 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests finish.
+/// Connections are capped and closed when they stall or idle (`http::connections`).
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -149,10 +150,21 @@ pub async fn serve(
     let db = state.db.clone();
     tokio::spawn(async move { live.run(db).await });
     let live = Arc::clone(&state.live);
-    axum::serve(listener, router(state).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            live.close();
-        })
-        .await
+    let limits = crate::http::connections::Limits {
+        timeouts: crate::http::connection_activity::Timeouts {
+            header: state.settings.header_timeout,
+            idle: state.settings.idle_timeout,
+            body_idle: state.settings.body_idle_timeout,
+        },
+        max_connections: state
+            .settings
+            .max_connections
+            .unwrap_or_else(crate::http::connections::default_max_connections),
+    };
+    crate::http::connections::serve(listener, router(state), limits, async move {
+        shutdown.await;
+        // Open live streams would otherwise hold their connections, and shutdown, open.
+        live.close();
+    })
+    .await
 }

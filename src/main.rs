@@ -98,6 +98,9 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Before anything opens a file: the default connection cap derives from this limit
+    // (`app::serve` logs both).
+    confetti::http::connections::raise_open_files_limit();
     let admin_token = bootstrap::admin_token(admin_token_from_env(), &args.site.data_dir)?;
     let state = AppState::open(&args, admin_token).await?;
     if !args.no_demo {

@@ -1,7 +1,10 @@
 //! HTTP: one module per resource, each exporting its routes; `routes` merges them.
 //! Handlers stay short: parse, call one use case, map the result to a response.
 
+pub mod body_timeout;
 pub mod client_addr;
+pub mod connection_activity;
+pub mod connections;
 pub mod events;
 pub mod export;
 pub mod extract;
