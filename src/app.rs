@@ -141,7 +141,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let shutdown = crate::http::system::spawn_metrics_listener(&state, shutdown).await?;
+    let shutdown = crate::http::system::spawn_metrics_listener(&state, shutdown).await;
     crate::jobs::orphans::spawn_sweep(state.clone());
     crate::jobs::idempotency_keys::spawn_sweep(state.clone());
     crate::jobs::live_feed::spawn_sweep(state.clone());

@@ -254,12 +254,13 @@ impl UploadSession {
             received.guard.delete_now().await;
             return Err(self.quota_exceeded().await);
         }
+        tx.queue_derivatives(id).await?;
+        // Last before the commit: every upload of the event waits for this row's lock.
         if !tx.charge_event_storage(self.guest.event_id, new.bytes).await? {
             tx.rollback().await?;
             received.guard.delete_now().await;
             return Err(event_storage_full(&self.state, &self.guest).await);
         }
-        tx.queue_derivatives(id).await?;
         tx.commit().await?;
 
         // Committed: from here on the blob belongs to the row. If the move fails (or the

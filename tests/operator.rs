@@ -144,8 +144,8 @@ async fn the_data_directory_database_and_photos_are_readable_by_the_server_user_
     let id = upload["id"].as_str().expect("id");
     assert_eq!(settled(&app, &guest.token, id).await, "ready");
 
-    let data = app.data_dir.path();
-    assert_private(data);
+    let data = app.data_dir.path().to_path_buf();
+    assert_private(&data);
     if backend == Backend::Sqlite {
         for file in ["confetti.db", "confetti.db-wal", "confetti.db-shm"] {
             assert_private(&data.join(file));
@@ -158,16 +158,24 @@ async fn the_data_directory_database_and_photos_are_readable_by_the_server_user_
     for path in [&originals[0], &thumbs[0]] {
         assert_private(path);
         let mut dir = path.parent();
-        while let Some(d) = dir.filter(|d| d.starts_with(data)) {
+        while let Some(d) = dir.filter(|d| d.starts_with(&data)) {
             assert_private(d);
             dir = d.parent();
         }
     }
 
-    // A data directory made before this rule, open to everyone, is narrowed at start.
-    std::fs::set_permissions(data, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // A data directory and database made before this rule, open to everyone, are narrowed
+    // at start.
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let db_file = data.join("confetti.db");
+    if backend == Backend::Sqlite {
+        std::fs::set_permissions(&db_file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
     let app = app.restart().await;
     assert_private(app.data_dir.path());
+    if backend == Backend::Sqlite {
+        assert_private(&db_file);
+    }
     app.stop().await;
 }
 

@@ -26,31 +26,38 @@ pub fn routes() -> Router<AppState> {
 /// With `--metrics-bind`, serves `/metrics` there (and nothing else) until `shutdown` resolves.
 /// Returns the shutdown to hand to the public server: it resolves with `shutdown` and stops
 /// this listener at the same moment. Without `--metrics-bind`, only passes `shutdown` on.
+/// An address that cannot be bound is logged as an error and guests are served all the same
+/// (the public port still keeps `/metrics` to itself): a monitoring mistake must not take the
+/// event offline.
 pub async fn spawn_metrics_listener(
     state: &AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<impl Future<Output = ()> + Send + 'static> {
+) -> impl Future<Output = ()> + Send + 'static {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     if let Some(addr) = state.settings.metrics_bind {
-        let listener = TcpListener::bind(addr).await?;
-        tracing::info!(bind = %addr, "serving /metrics on its own address");
-        let router = Router::new()
-            .route("/metrics", get(private_metrics))
-            .fallback(|| async { ApiError::NotFound })
-            .with_state(state.clone());
-        tokio::spawn(async move {
-            let stopped = async {
-                let _ = stopped.await;
-            };
-            if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stopped).await {
-                tracing::error!(error = %e, "the metrics listener stopped");
+        match TcpListener::bind(addr).await {
+            Ok(listener) => {
+                tracing::info!(bind = %addr, "serving /metrics on its own address");
+                let router = Router::new()
+                    .route("/metrics", get(private_metrics))
+                    .fallback(|| async { ApiError::NotFound })
+                    .with_state(state.clone());
+                tokio::spawn(async move {
+                    let stopped = async {
+                        let _ = stopped.await;
+                    };
+                    if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stopped).await {
+                        tracing::error!(error = %e, "the metrics listener stopped");
+                    }
+                });
             }
-        });
+            Err(e) => tracing::error!(error = %e, bind = %addr, "cannot serve /metrics: binding its address failed"),
+        }
     }
-    Ok(async move {
+    async move {
         shutdown.await;
         let _ = stop.send(());
-    })
+    }
 }
 
 /// On the public port: absent when the operator gave metrics an address of their own.
