@@ -49,17 +49,16 @@ pub(super) fn decode_png(
     budget::check(blocks.bytes() + 4 * line, budget)?;
     blocks.allocate();
 
-    let mut pixel = [0u8; 3];
+    // One row, flattened: the decoder's row is borrowed from it until the next.
+    let mut flat = Vec::with_capacity(width as usize * channels);
     if !interlaced {
         let mut y = 0;
         while let Some(row) = reader.next_row().map_err(undecodable)? {
             if y >= height {
                 return Err(undecodable("more rows than the header says"));
             }
-            for (x, p) in row.data().chunks_exact(in_channels).enumerate() {
-                blocks.add(x as u32, y, flatten(p, &mut pixel));
-            }
-            blocks.row_done(y);
+            flatten_row(row.data(), in_channels, &mut flat);
+            blocks.add_row(y, &flat);
             y += 1;
         }
         if y != height {
@@ -78,8 +77,9 @@ pub(super) fn decode_png(
             }
             let (x0, y0, dx, dy) = PASSES[usize::from(pass) - 1];
             let y = y0 + line * dy;
-            for (i, p) in row.data().chunks_exact(in_channels).enumerate() {
-                blocks.add(x0 + i as u32 * dx, y, flatten(p, &mut pixel));
+            flatten_row(row.data(), in_channels, &mut flat);
+            for (i, p) in flat.chunks_exact(channels).enumerate() {
+                blocks.add(x0 + i as u32 * dx, y, p);
             }
         }
         if expected.next().is_some() {
@@ -99,27 +99,21 @@ fn adam7(width: u32, height: u32) -> impl Iterator<Item = (u8, u32)> {
     })
 }
 
-/// The pixel on white, without its alpha: gray (1 value) or RGB (3).
-fn flatten<'a>(p: &[u8], out: &'a mut [u8; 3]) -> &'a [u8] {
-    let on_white = |c: u8, a: u8| ((u32::from(c) * u32::from(a) + 255 * (255 - u32::from(a)) + 127) / 255) as u8;
-    match *p {
-        [g] => {
-            out[0] = g;
-            &out[..1]
+/// A row's pixels on white, without their alpha: gray (1 value each) or RGB (3). One loop per
+/// layout, so the per-pixel work is a few operations.
+fn flatten_row(row: &[u8], in_channels: usize, out: &mut Vec<u8>) {
+    fn on_white(c: u8, a: u8) -> u8 {
+        ((u32::from(c) * u32::from(a) + 255 * (255 - u32::from(a)) + 127) / 255) as u8
+    }
+    out.clear();
+    match in_channels {
+        2 => out.extend(row.chunks_exact(2).map(|p| on_white(p[0], p[1]))),
+        4 => {
+            for p in row.chunks_exact(4) {
+                out.extend_from_slice(&[on_white(p[0], p[3]), on_white(p[1], p[3]), on_white(p[2], p[3])]);
+            }
         }
-        [g, a] => {
-            out[0] = on_white(g, a);
-            &out[..1]
-        }
-        [r, g, b] => {
-            *out = [r, g, b];
-            &out[..]
-        }
-        [r, g, b, a] => {
-            *out = [on_white(r, a), on_white(g, a), on_white(b, a)];
-            &out[..]
-        }
-        _ => &out[..0],
+        _ => out.extend_from_slice(row),
     }
 }
 
@@ -166,6 +160,7 @@ impl Blocks {
         self.out_len() as u64 + 4 * self.sums_len() as u64
     }
 
+    /// Adds one pixel of an interlaced file.
     fn add(&mut self, x: u32, y: u32, pixel: &[u8]) {
         if x >= self.width || y >= self.height || pixel.len() != self.channels {
             return;
@@ -176,21 +171,36 @@ impl Blocks {
             self.out[at..at + n].copy_from_slice(pixel);
             return;
         }
-        let row = if self.interlaced { (y / self.factor) as usize * self.out_width as usize } else { 0 };
+        let row = (y / self.factor) as usize * self.out_width as usize;
         let at = (row + (x / self.factor) as usize) * n;
         for (sum, &c) in self.sums[at..at + n].iter_mut().zip(pixel) {
             *sum += u32::from(c);
         }
     }
 
-    /// After the last source row of a row of blocks (rows in order only), writes it out.
-    fn row_done(&mut self, y: u32) {
-        if self.factor == 1 || self.interlaced || (y + 1 != self.height && (y + 1) % self.factor != 0) {
+    /// Adds source row `y` of a file whose rows come in order; after the last row of a row of
+    /// blocks, writes that out.
+    fn add_row(&mut self, y: u32, row: &[u8]) {
+        let n = self.channels;
+        if y >= self.height || row.len() != self.width as usize * n {
             return;
         }
-        let by = y / self.factor;
-        self.write_row(by, 0);
-        self.sums.fill(0);
+        if self.factor == 1 {
+            let at = y as usize * row.len();
+            self.out[at..at + row.len()].copy_from_slice(row);
+            return;
+        }
+        for (sums, block) in self.sums.chunks_exact_mut(n).zip(row.chunks(self.factor as usize * n)) {
+            for pixel in block.chunks_exact(n) {
+                for (sum, &c) in sums.iter_mut().zip(pixel) {
+                    *sum += u32::from(c);
+                }
+            }
+        }
+        if y + 1 == self.height || (y + 1) % self.factor == 0 {
+            self.write_row(y / self.factor, 0);
+            self.sums.fill(0);
+        }
     }
 
     /// Averages the sums of block row `by` (found at `sums_row` in `sums`) into the output.

@@ -173,3 +173,33 @@ fn an_image_over_the_pixel_limit_is_refused_before_decoding() {
         Err(DeriveError::TooManyPixels { .. })
     ));
 }
+
+#[test]
+fn a_gif_frame_larger_than_its_screen_cannot_make_the_decoder_allocate_it() {
+    // A 1×1 screen and a 20000×20000 frame: 1.6 GB as RGBA, were it allocated.
+    let mut bomb = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\0\0\0\xff\xff\xff,".to_vec();
+    for v in [0u16, 0, 20000, 20000] {
+        bomb.extend_from_slice(&v.to_le_bytes());
+    }
+    bomb.extend_from_slice(&[0, 2, 2, 0x44, 0x01, 0, b';']);
+    let started = Instant::now();
+    assert!(derive(&bomb, ImageFormat::Gif, 1).is_err());
+    assert!(started.elapsed() < Duration::from_secs(1), "refused without decoding, in {:?}", started.elapsed());
+}
+
+#[test]
+fn a_progressive_jpeg_whose_coefficients_exceed_the_budget_is_refused_before_decoding() {
+    let pixels: Vec<u8> = (0..64 * 64 * 3).map(|i| (i % 251) as u8).collect();
+    let mut bytes = Vec::new();
+    let mut encoder = jpeg_encoder::Encoder::new(&mut bytes, 80);
+    encoder.set_progressive(true);
+    encoder.set_sampling_factor(jpeg_encoder::SamplingFactor::R_4_2_0);
+    encoder.encode(&pixels, 64, 64, jpeg_encoder::ColorType::Rgb).unwrap();
+    assert!(derive(&bytes, ImageFormat::Jpeg, 1).is_ok(), "small, it decodes");
+    let sof = bytes.windows(2).position(|m| m == [0xFF, 0xC2]).unwrap();
+    bytes[sof + 5..sof + 9].copy_from_slice(&[0x27, 0x10, 0x27, 0x10]); // 10000 × 10000
+    assert_eq!(
+        derive(&bytes, ImageFormat::Jpeg, 1).map(|_| ()),
+        Err(DeriveError::OverBudget { needed_mib: 313, budget_mib: 256 })
+    );
+}
