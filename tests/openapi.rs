@@ -23,6 +23,7 @@ const OPERATIONS: &[(&str, &str)] = &[
     ("post", "/api/v1/events/{slug}/guests"),
     ("get", "/api/v1/me"),
     ("post", "/api/v1/events/{slug}/organiser-sessions"),
+    ("delete", "/api/v1/events/{slug}/organiser-sessions/current"),
     ("post", "/api/v1/events/{slug}/uploads"),
     ("get", "/api/v1/events/{slug}/uploads"),
     ("get", "/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}"),
@@ -55,11 +56,12 @@ const KEYED_WRITES: &[(&str, &str, &str)] = &[
 ];
 
 /// Writes that ignore `Idempotency-Key`: joining and organiser login have no principal to
-/// scope a key to; a PUT is idempotent by its method (the layer handles only POST, PATCH
-/// and DELETE).
+/// scope a key to; logout's key would be scoped to the organiser, not to the session it ends;
+/// a PUT is idempotent by its method (the layer handles only POST, PATCH and DELETE).
 const UNKEYED_WRITES: &[(&str, &str)] = &[
     ("post", "/api/v1/events/{slug}/guests"),
     ("post", "/api/v1/events/{slug}/organiser-sessions"),
+    ("delete", "/api/v1/events/{slug}/organiser-sessions/current"),
     ("put", "/api/v1/uploads/{id}/like"),
 ];
 
