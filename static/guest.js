@@ -301,7 +301,8 @@ export async function guestPage({ slug, event, main }) {
       await enter();
     } catch (err) {
       const key = err instanceof ApiError ? `err_${err.code}` : 'err_network';
-      joinError.textContent = t(key) !== key ? t(key) : err.message;
+      const s = err.problem?.retry_after_s ?? '';
+      joinError.textContent = t(key) !== key ? t(key, { s }) : err.message;
       joinError.hidden = false;
     } finally {
       joinButton.disabled = false;

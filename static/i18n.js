@@ -42,6 +42,8 @@ const STRINGS = {
     err_invalid_display_name: 'Bitte einen Namen mit 1 bis 60 Zeichen.',
     err_invalid_join_token: 'Der Link ist ungültig. Scanne den QR-Code erneut.',
     err_generic: 'Nicht gesendet: {detail}',
+    err_event_storage_full: 'Der Speicher dieses Fests ist voll. Sag den Veranstaltern Bescheid.',
+    err_insufficient_storage: 'Der Server hat gerade keinen Platz mehr. Dein Foto bleibt hier und wird später gesendet.',
     gallery: 'Galerie',
     all_photos: 'Alle Fotos',
     my_photos: 'Meine Fotos',
@@ -83,6 +85,7 @@ const STRINGS = {
     photos_count: '{n} Fotos',
     photos_count_one: '1 Foto',
     logout_hint: 'Angemeldet als Veranstalter.',
+    logout: 'Abmelden',
   },
   en: {
     switch_to: 'Deutsch',
@@ -119,6 +122,8 @@ const STRINGS = {
     err_client_upload_id_conflict: 'This photo clashed with another upload. Please choose it again.',
     err_client_upload_id_reused: 'This photo clashed with another upload. Please choose it again.',
     err_uploads_closed: 'Uploads are closed for this event.',
+    err_event_storage_full: 'This event’s storage is full. Please tell the organisers.',
+    err_insufficient_storage: 'The server is out of space for now. Your photo stays here and is sent later.',
     err_unauthenticated: 'Please enter your name again.',
     err_wrong_event: 'You joined another event.',
     err_invalid_display_name: 'Please use a name of 1 to 60 characters.',
@@ -165,6 +170,7 @@ const STRINGS = {
     photos_count: '{n} photos',
     photos_count_one: '1 photo',
     logout_hint: 'Logged in as organiser.',
+    logout: 'Log out',
   },
 };
 

@@ -56,8 +56,24 @@ export async function organiserPage({ slug, event, main }) {
     quota: h('label', { for: 'guest_quota_mb' }),
     save: h('button', { type: 'submit', class: 'secondary' }),
     gallery: h('h2', {}),
-    who: h('p', { class: 'muted' }),
+    who: h('span', {}),
+    logout: h('button', { type: 'button', class: 'secondary small', 'data-action': 'logout' }),
   };
+  // Logging out ends the session on the server too; the reload shows the login again.
+  labels.logout.addEventListener('click', async () => {
+    labels.logout.disabled = true;
+    try {
+      await api('DELETE', `/api/v1/events/${encodeURIComponent(slug)}/organiser-sessions/current`);
+    } catch (err) {
+      // Already ended or expired: the page shows the login either way.
+      if (!(err instanceof ApiError) || err.status !== 401) {
+        settingsNote.textContent = err.message;
+        labels.logout.disabled = false;
+        return;
+      }
+    }
+    location.reload();
+  });
   const quotaForm = h('form', { class: 'quota-form' }, labels.quota, h('div', { class: 'row' }, quotaInput, labels.save));
   quotaForm.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -66,7 +82,7 @@ export async function organiserPage({ slug, event, main }) {
   openBox.addEventListener('change', () => change({ uploads_open: openBox.checked }));
 
   dashboard.append(
-    labels.who,
+    h('p', { class: 'muted who-row' }, labels.who, labels.logout),
     h('div', { class: 'card share' }, labels.link, qr, joinLink, labels.hint),
     h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, settingsNote),
     h('div', { class: 'actions' }, zip, showButton),
@@ -93,6 +109,7 @@ export async function organiserPage({ slug, event, main }) {
 
   function renderDashboard() {
     labels.who.textContent = t('logout_hint');
+    labels.logout.textContent = t('logout');
     labels.link.textContent = t('join_link');
     labels.hint.textContent = t('qr_hint');
     labels.open.textContent = t('uploads_open');

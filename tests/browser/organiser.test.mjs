@@ -45,6 +45,11 @@ test('organiser: login, QR code, uploads closed and opened, quota, ZIP', { timeo
     const zip = await page.evaluate((href) => fetch(href).then((r) => ({ status: r.status, type: r.headers.get('content-type') })), href);
     assert.equal(zip.status, 200);
     assert.match(zip.type || '', /zip/);
+
+    await page.click('button[data-action=logout]');
+    await page.locator('.login-form').waitFor({ state: 'visible' });
+    const after = await page.evaluate((slug) => fetch(`/api/v1/events/${slug}`).then((r) => r.json()), event.slug);
+    assert.equal(after.join_token, undefined, 'after logging out the page is no organiser’s any more');
     assert.deepEqual(problems, []);
   });
 });
