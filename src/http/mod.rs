@@ -7,6 +7,7 @@ pub mod extract;
 pub mod guests;
 pub mod live;
 pub mod media;
+pub mod multipart;
 pub mod organiser;
 pub mod pages;
 pub mod reactions;
