@@ -190,6 +190,8 @@ struct Parser {
     dash_boundary: Vec<u8>,
     /// CRLF `--boundary`, which ends every part.
     delimiter: Vec<u8>,
+    /// Searches every data chunk for `delimiter`; built once per body.
+    find_delimiter: memmem::Finder<'static>,
     limits: Limits,
     stage: Stage,
     buf: Bytes,
@@ -207,6 +209,7 @@ impl Parser {
         let dash_boundary = [b"--", boundary.as_bytes()].concat();
         let delimiter = [b"\r\n", &dash_boundary[..]].concat();
         Self {
+            find_delimiter: memmem::Finder::new(&delimiter).into_owned(),
             dash_boundary,
             delimiter,
             limits,
@@ -345,7 +348,7 @@ impl Parser {
                     return Ok(Event::Part(head));
                 }
                 Stage::Data => {
-                    if let Some(at) = memmem::find(&self.buf, &self.delimiter) {
+                    if let Some(at) = self.find_delimiter.find(&self.buf) {
                         if at > 0 {
                             return Ok(Event::Data(self.buf.split_to(at)));
                         }
