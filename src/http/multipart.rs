@@ -116,7 +116,8 @@ where
 
     /// The current part's next chunk of data, or `None` at its end.
     pub async fn chunk(&mut self) -> Result<Option<Bytes>, MultipartError> {
-        if !self.parser.in_data() {
+        // After a failure the stage stays as it was, and `event` repeats the failure.
+        if self.parser.stage != Stage::Data {
             return Ok(None);
         }
         match self.event().await? {
@@ -227,10 +228,6 @@ impl Parser {
     /// The most the parser keeps from earlier chunks while it waits for the next.
     fn bound(&self) -> usize {
         self.limits.part_headers.max(self.delimiter.len())
-    }
-
-    fn in_data(&self) -> bool {
-        self.stage == Stage::Data && self.failed.is_none()
     }
 
     fn push(&mut self, chunk: Bytes) {

@@ -170,6 +170,7 @@ async fn a_failing_body_stream_fails_the_reader_for_good() {
     assert!(matches!(reader.chunk().await, Err(MultipartError::Transport(_))));
     assert!(matches!(reader.failure(), Some(MultipartError::Transport(_))) && !reader.finished());
     assert!(matches!(reader.next_part().await, Err(MultipartError::Transport(_))));
+    assert!(matches!(reader.chunk().await, Err(MultipartError::Transport(_))));
 }
 
 /// Bytes that often look like a delimiter's start, so cuts land inside near-matches.
