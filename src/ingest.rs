@@ -16,14 +16,17 @@
 //!
 //! Every refusal leaves no row, no blob and no quota charge. Refusals found while the body is
 //! still arriving wait until the rest is read: a key sent after the file can still turn the
-//! request into a replay, and answering mid-body would reset the client's connection.
+//! request into a replay, and answering mid-body would reset the client's connection. Only a
+//! body the multipart reader gives up on (broken framing, or longer than `max_upload_bytes`
+//! plus a small overhead) is answered at once — with a replay when its key is known — and the
+//! connection is then closed.
 
-use axum::extract::multipart::Field;
-use axum::extract::{FromRequest, Multipart, Request};
+use std::time::Duration;
+
+use axum::body::BodyDataStream;
+use axum::extract::Request;
 use axum::http::header;
 use chrono::Utc;
-use futures_util::StreamExt;
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::app::AppState;
@@ -32,7 +35,10 @@ use crate::db::guests::GuestRow;
 use crate::db::uploads::{NewUpload, UploadRow};
 use crate::domain::{Caption, ClientUploadId, FileName};
 use crate::error::{ApiError, ApiResult};
-use crate::media::{self, ProbeError, Sniffed, Sniffer};
+use crate::http::multipart::{self, Limits, MultipartError, MultipartReader};
+use crate::media::{self, ProbeError, Sniffed};
+
+mod transport;
 
 /// What an upload request came to.
 pub enum Ingested {
@@ -42,19 +48,39 @@ pub enum Ingested {
     Replayed(UploadRow),
 }
 
+/// The answer to an upload request, and the rest of its body when the answer comes before
+/// the body ended: the connection must then be closed, or what is still arriving would be
+/// read as the next request.
+pub struct Outcome {
+    pub result: ApiResult<Ingested>,
+    pub unread: Option<BodyDataStream>,
+}
+
+impl From<ApiResult<Ingested>> for Outcome {
+    fn from(result: ApiResult<Ingested>) -> Self {
+        Outcome { result, unread: None }
+    }
+}
+
+/// The parts of an upload request, as they arrive.
+type Parts = MultipartReader<BodyDataStream>;
+
 /// Headers cannot grow the probe's window past this much of a file.
 const MAX_PROBE_BYTES: usize = 16 * 1024 * 1024;
 /// Text parts are small; a `client_upload_id` is 36 characters, a caption at most 500.
 const MAX_KEY_PART_BYTES: usize = 200;
 const MAX_CAPTION_PART_BYTES: usize = 4 * Caption::MAX_CHARS;
+/// Pauses before reading a committed upload back again; then it is answered from the row
+/// just written.
+const READ_BACK_RETRIES: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(200)];
 
 pub async fn ingest(
     state: &AppState,
     guest: GuestRow,
     header_key: Option<ClientUploadId>,
     request: Request,
-) -> ApiResult<Ingested> {
-    let drain_budget = state.settings.max_upload_bytes + 1024 * 1024;
+) -> Outcome {
+    let limits = Limits::for_upload(state.settings.max_upload_bytes);
     let mut upload = UploadSession {
         state: state.clone(),
         guest,
@@ -65,34 +91,46 @@ pub async fn ingest(
         caption: None,
         received: None,
         refusal: None,
-        drain_budget,
     };
 
     if let Some(key) = header_key {
         let expects_continue =
             request.headers().get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
         match upload.resolve(key).await {
-            Ok(Some(row)) if expects_continue => return Ok(Ingested::Replayed(row)),
-            Err(refusal) => {
-                if !expects_continue {
-                    drain_body(request, drain_budget).await;
-                }
-                return Err(refusal);
+            // The client sends no body unless asked to.
+            Ok(Some(row)) if expects_continue => return Ok(Ingested::Replayed(row)).into(),
+            Err(error) if expects_continue => return Err(error).into(),
+            Err(error) => {
+                let unread = transport::drain_body(request.into_body().into_data_stream(), limits.body).await;
+                return Outcome { result: Err(error), unread };
             }
             Ok(found) => upload.replay = found,
         }
     }
 
-    let mut multipart =
-        Multipart::from_request(request, state).await.map_err(|e| ApiError::InvalidMultipart(e.body_text()))?;
-    if let Err(refusal) = upload.read_parts(&mut multipart).await {
-        if !matches!(refusal, ApiError::InvalidMultipart(_)) {
-            drain_multipart(&mut multipart, upload.drain_budget).await;
+    let boundary = match multipart::boundary(request.headers()) {
+        Ok(boundary) => boundary,
+        Err(e) => {
+            return Outcome { result: Err(upload.stopped(e)), unread: Some(request.into_body().into_data_stream()) };
+        }
+    };
+    let mut parts = MultipartReader::new(request.into_body().into_data_stream(), &boundary, limits);
+    if let Err(error) = upload.read_parts(&mut parts).await {
+        let cut_short = parts.failure() == Some(&MultipartError::TooLarge);
+        if parts.failure().is_none() {
+            transport::drain_parts(&mut parts).await;
         }
         upload.discard().await;
-        return Err(refusal);
+        // A known key is a replay even when its body turns out longer than any upload may
+        // be: a replay's bytes are thrown away unread.
+        let result = match upload.replay.take() {
+            Some(row) if cut_short => upload.check_declared(&row).map(|()| Ingested::Replayed(row)),
+            _ => Err(error),
+        };
+        let unread = (!parts.finished()).then(|| parts.into_inner());
+        return Outcome { result, unread };
     }
-    upload.decide().await
+    upload.decide().await.into()
 }
 
 /// The state of one upload request while its parts arrive.
@@ -111,8 +149,6 @@ struct UploadSession {
     received: Option<Received>,
     /// Why the file part was not stored, told once the whole body was read.
     refusal: Option<ApiError>,
-    /// How many more bytes may be read and thrown away.
-    drain_budget: u64,
 }
 
 /// A file part streamed to a temporary blob.
@@ -125,58 +161,6 @@ struct Received {
 }
 
 impl UploadSession {
-    async fn read_parts(&mut self, multipart: &mut Multipart) -> ApiResult<()> {
-        while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
-            match field.name().unwrap_or_default() {
-                "client_upload_id" => {
-                    let text = read_text(&mut field, MAX_KEY_PART_BYTES, ApiError::InvalidClientUploadId).await?;
-                    let key = ClientUploadId::parse(&text)?;
-                    if self.key.is_some_and(|known| known != key) {
-                        return Err(ApiError::IdempotencyKeyMismatch);
-                    }
-                    self.key = Some(key);
-                    // Known before the file: a retry's bytes are then drained, not stored.
-                    if !self.key_resolved && self.received.is_none() {
-                        self.replay = self.resolve(key).await?;
-                    }
-                }
-                "caption" => {
-                    let too_long = ApiError::InvalidCaption(format!(
-                        "the caption may have at most {} characters",
-                        Caption::MAX_CHARS
-                    ));
-                    let text = read_text(&mut field, MAX_CAPTION_PART_BYTES, too_long).await?;
-                    self.caption = Some(Caption::parse(&text)?);
-                }
-                "file" => {
-                    if self.filename.is_some() {
-                        return Err(ApiError::InvalidMultipart("the request has more than one `file` part".into()));
-                    }
-                    self.filename = Some(FileName::parse(field.file_name()));
-                    if self.replay.is_none() && self.refusal.is_none() {
-                        if !self.guest.uploads_open {
-                            self.refusal = Some(ApiError::UploadsClosed);
-                        } else {
-                            match self.receive(&mut field).await {
-                                Ok(received) => self.received = Some(received),
-                                Err(
-                                    e @ (ApiError::FileTooLarge { .. }
-                                    | ApiError::QuotaExceeded { .. }
-                                    | ApiError::EventStorageFull { .. }
-                                    | ApiError::InsufficientStorage),
-                                ) => self.refusal = Some(e),
-                                Err(e) => return Err(e),
-                            }
-                        }
-                    }
-                    self.drain(&mut field).await?;
-                }
-                _ => self.drain(&mut field).await?,
-            }
-        }
-        Ok(())
-    }
-
     /// The whole body was read: replay, refuse, or store.
     async fn decide(mut self) -> ApiResult<Ingested> {
         if !self.key_resolved
@@ -272,11 +256,54 @@ impl UploadSession {
         }
         self.state.derivatives.wake();
         tracing::info!(upload_id = %id, guest_id = %self.guest.id, bytes = new.bytes, "upload stored");
-        let row = db
-            .upload_by_id(id, Some(self.guest.id))
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("upload {id} vanished after commit"))?;
-        Ok(Ingested::Created(row))
+        Ok(Ingested::Created(self.read_back(new).await))
+    }
+
+    /// The committed upload as the guest will see it. The photo is stored whatever happens
+    /// now: a read that fails is retried briefly, then answered from the row just written.
+    async fn read_back(&self, new: NewUpload) -> UploadRow {
+        let mut pauses = READ_BACK_RETRIES.iter();
+        loop {
+            let why = match self.state.db.upload_by_id(new.id, Some(self.guest.id)).await {
+                Ok(Some(row)) => return row,
+                Ok(None) => "it is not there".to_owned(),
+                Err(e) => e.to_string(),
+            };
+            let Some(pause) = pauses.next() else {
+                tracing::warn!(upload_id = %new.id, error = %why, "answering a stored upload from the row just written");
+                return self.written_row(new);
+            };
+            tracing::debug!(upload_id = %new.id, error = %why, "reading a stored upload back failed; retrying");
+            tokio::time::sleep(*pause).await;
+        }
+    }
+
+    /// What a read right after the insert would show: processing, nothing derived, no
+    /// likes or comments yet.
+    fn written_row(&self, new: NewUpload) -> UploadRow {
+        UploadRow {
+            id: new.id,
+            event_id: new.event_id,
+            event_slug: self.guest.event_slug.clone(),
+            guest_id: new.guest_id,
+            guest_display_name: self.guest.display_name.clone(),
+            client_upload_id: new.client_upload_id,
+            filename: new.filename,
+            caption: new.caption,
+            content_type: new.content_type,
+            bytes: new.bytes,
+            sha256: new.sha256,
+            width: new.width,
+            height: new.height,
+            taken_at: new.taken_at,
+            created_at: new.created_at,
+            status: "processing".to_owned(),
+            hidden: false,
+            deleted_at: None,
+            likes: 0,
+            liked_by_me: false,
+            comments: 0,
+        }
     }
 
     /// Looks up the upload `key` names and decides what it means for this guest.
@@ -310,56 +337,6 @@ impl UploadSession {
             }
         }
         Ok(())
-    }
-
-    /// Streams the file part to a temporary blob, hashing, counting and sniffing as it goes.
-    async fn receive(&mut self, field: &mut Field<'_>) -> ApiResult<Received> {
-        let max = self.state.settings.max_upload_bytes;
-        if let Some(refusal) = disk_refusal(&self.state).await {
-            return Err(refusal);
-        }
-        // With its key already known to be new, the quota and the event's storage can stop the
-        // upload early; the guarded UPDATEs at commit are what really hold the line.
-        let guest_remaining = (self.guest.quota_bytes - self.guest.used_bytes).max(0) as u64;
-        let event_remaining = (self.guest.event_storage_cap_bytes - self.guest.event_used_bytes).max(0) as u64;
-        let remaining = guest_remaining.min(event_remaining);
-        let upload_id = Uuid::now_v7();
-        let key = BlobKey::Temp(upload_id);
-        let mut writer = self.state.blobs.writer(key).await?;
-        let guard = TempBlobGuard::new(self.state.blobs.clone(), key);
-        let mut sniffer = Sniffer::default();
-        let mut hasher = Sha256::new();
-        let mut bytes: u64 = 0;
-        let limit = loop {
-            let chunk = match field.chunk().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break None,
-                Err(e) => break Some(multipart_error(e)),
-            };
-            bytes += chunk.len() as u64;
-            if bytes > max {
-                break Some(ApiError::FileTooLarge { limit_bytes: max });
-            }
-            if bytes > remaining {
-                break Some(if bytes > guest_remaining {
-                    self.quota_exceeded().await
-                } else {
-                    event_storage_full(&self.state, &self.guest).await
-                });
-            }
-            sniffer.update(&chunk);
-            hasher.update(&chunk);
-            writer.write(chunk).await?;
-        };
-        if let Some(refusal) = limit {
-            if let Err(e) = writer.abort().await {
-                tracing::debug!(error = %e, "aborting a refused temporary blob");
-            }
-            guard.delete_now().await;
-            return Err(refusal);
-        }
-        writer.finish().await?;
-        Ok(Received { upload_id, guard, sniffed: sniffer.finish(), sha256: hex::encode(hasher.finalize()), bytes })
     }
 
     /// The header probe, on the blocking pool; reads more of the blob when a header is long.
@@ -398,20 +375,6 @@ impl UploadSession {
         }
     }
 
-    /// Reads and throws away the rest of a part, within the drain budget.
-    async fn drain(&mut self, field: &mut Field<'_>) -> ApiResult<()> {
-        while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
-            self.drain_budget = self.drain_budget.saturating_sub(chunk.len() as u64);
-            if self.drain_budget == 0 {
-                return Err(self
-                    .refusal
-                    .take()
-                    .unwrap_or(ApiError::FileTooLarge { limit_bytes: self.state.settings.max_upload_bytes }));
-            }
-        }
-        Ok(())
-    }
-
     /// Deletes a received file that will not be kept.
     async fn discard(&mut self) {
         if let Some(received) = self.received.take() {
@@ -428,44 +391,6 @@ fn classify(guest: &GuestRow, found: Option<UploadRow>) -> ApiResult<Option<Uplo
         Some(row) if row.guest_id != guest.id => Err(ApiError::ClientUploadIdConflict),
         Some(row) if row.deleted_at.is_some() => Err(ApiError::UploadDeleted),
         Some(row) => Ok(Some(row)),
-    }
-}
-
-async fn read_text(field: &mut Field<'_>, max_bytes: usize, too_long: ApiError) -> ApiResult<String> {
-    let mut buf = Vec::new();
-    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
-        if buf.len() + chunk.len() > max_bytes {
-            return Err(too_long);
-        }
-        buf.extend_from_slice(&chunk);
-    }
-    String::from_utf8(buf).map_err(|_| ApiError::InvalidMultipart("a text part is not UTF-8".into()))
-}
-
-fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
-    ApiError::InvalidMultipart(e.body_text())
-}
-
-/// Reads the rest of a multipart body after an early answer, so the client sees the answer
-/// instead of a reset connection.
-async fn drain_multipart(multipart: &mut Multipart, mut budget: u64) {
-    while let Ok(Some(mut field)) = multipart.next_field().await {
-        while let Ok(Some(chunk)) = field.chunk().await {
-            budget = budget.saturating_sub(chunk.len() as u64);
-            if budget == 0 {
-                return;
-            }
-        }
-    }
-}
-
-async fn drain_body(request: Request, mut budget: u64) {
-    let mut body = request.into_body().into_data_stream();
-    while let Some(Ok(chunk)) = body.next().await {
-        budget = budget.saturating_sub(chunk.len() as u64);
-        if budget == 0 {
-            return;
-        }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod extract;
 pub mod guests;
 pub mod live;
 pub mod media;
+pub mod multipart;
 pub mod organiser;
 pub mod pages;
 pub mod problem;

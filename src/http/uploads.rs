@@ -23,7 +23,7 @@ use crate::db::uploads::{ListQuery, UploadRow};
 use crate::domain::{ClientUploadId, EventSlug};
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::Write;
-use crate::ingest::{Ingested, ingest};
+use crate::ingest::{Ingested, Outcome, ingest};
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -48,13 +48,22 @@ async fn create_upload(
         return Err(ApiError::WrongEvent);
     }
     let header_key = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).and_then(ClientUploadId::from_header);
-    Ok(match ingest(&state, guest, header_key, request).await? {
-        Ingested::Created(row) => {
+    let Outcome { result, unread } = ingest(&state, guest, header_key, request).await;
+    let mut response = match result {
+        Ok(Ingested::Created(row)) => {
             let location = format!("/api/v1/uploads/{}", row.id);
             (StatusCode::CREATED, [(header::LOCATION, location)], Json(UploadJson::new(&row))).into_response()
         }
-        Ingested::Replayed(row) => replayed(&row),
-    })
+        Ok(Ingested::Replayed(row)) => replayed(&row),
+        Err(error) => error.into_response(),
+    };
+    if let Some(body) = unread {
+        // Answered before the body ended: what is left of it would otherwise be read as the
+        // next request.
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        super::multipart::linger(body);
+    }
+    Ok(response)
 }
 
 fn replayed(row: &UploadRow) -> Response {
