@@ -81,8 +81,9 @@ pub struct ServeArgs {
     #[arg(long, env = "CONFETTI_HEADER_TIMEOUT_S", default_value_t = 30)]
     pub header_timeout_s: u64,
 
-    /// Seconds a request body may go without a single byte arriving before it is cut. A phone
-    /// on a bad network is slow, not silent: keep this generous.
+    /// Seconds a request body may go without a single byte arriving before it is cut, and a
+    /// response may wait for a client that reads nothing. A phone on a bad network is slow, not
+    /// silent: keep this generous.
     #[arg(long, env = "CONFETTI_BODY_IDLE_TIMEOUT_S", default_value_t = 60)]
     pub body_idle_timeout_s: u64,
 

@@ -48,15 +48,14 @@ impl Viewer {
     }
 }
 
-fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
-fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
-    parts
-        .headers
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -103,9 +102,9 @@ impl FromRequestParts<AppState> for Guest {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let (token, by_cookie) = match bearer(parts) {
+        let (token, by_cookie) = match bearer(&parts.headers) {
             Some(token) => (token, false),
-            None => (cookie(parts, GUEST_COOKIE).ok_or(ApiError::Unauthenticated)?, true),
+            None => (cookie(&parts.headers, GUEST_COOKIE).ok_or(ApiError::Unauthenticated)?, true),
         };
         let guest = guest_by_token(state, token).await?.ok_or(ApiError::Unauthenticated)?;
         if by_cookie {
@@ -129,17 +128,17 @@ impl FromRequestParts<AppState> for Viewer {
 
     /// 401 unless at least one valid guest or organiser credential is present.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let viewer = match bearer(parts) {
+        let viewer = match bearer(&parts.headers) {
             Some(token) => Viewer {
                 guest: guest_by_token(state, token).await?,
                 organiser: organiser_by_token(state, token).await?,
             },
             None => {
-                let guest = match cookie(parts, GUEST_COOKIE) {
+                let guest = match cookie(&parts.headers, GUEST_COOKIE) {
                     Some(token) => guest_by_token(state, token).await?,
                     None => None,
                 };
-                let organiser = match cookie(parts, ORGANISER_COOKIE) {
+                let organiser = match cookie(&parts.headers, ORGANISER_COOKIE) {
                     Some(token) => organiser_by_token(state, token).await?,
                     None => None,
                 };
@@ -160,7 +159,7 @@ impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        match bearer(parts) {
+        match bearer(&parts.headers) {
             Some(token) if auth::constant_time_eq(token.as_bytes(), state.admin_token.as_bytes()) => Ok(Admin),
             _ => match Viewer::from_request_parts(parts, state).await {
                 Ok(_) => Err(ApiError::Forbidden),
@@ -170,13 +169,14 @@ impl FromRequestParts<AppState> for Admin {
     }
 }
 
-/// The client's address, for login throttling.
-pub fn client_ip(parts: &Parts) -> std::net::IpAddr {
-    parts
-        .extensions
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0.ip())
-        .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]))
+/// The organiser token a request authenticates with, chosen as `Organiser` chooses: a bearer
+/// token wins; without one, the organiser cookie.
+pub fn organiser_token(headers: &HeaderMap) -> Option<&str> {
+    let token = match bearer(headers) {
+        Some(token) => token,
+        None => cookie(headers, ORGANISER_COOKIE)?,
+    };
+    token.starts_with(ORGANISER_PREFIX).then_some(token)
 }
 
 /// The largest JSON body any route takes. The biggest document Confetti reads is a comment
@@ -264,7 +264,7 @@ where
 /// event's organiser (all of that organiser's sessions share one scope). `None` when the
 /// request carries no valid credential.
 pub async fn principal(parts: &mut Parts, state: &AppState) -> Option<String> {
-    if bearer(parts).is_some_and(|t| auth::constant_time_eq(t.as_bytes(), state.admin_token.as_bytes())) {
+    if bearer(&parts.headers).is_some_and(|t| auth::constant_time_eq(t.as_bytes(), state.admin_token.as_bytes())) {
         return Some("admin".to_owned());
     }
     let viewer = Viewer::from_request_parts(parts, state).await.ok()?;

@@ -73,32 +73,9 @@ async fn logout(
         return Err(ApiError::Forbidden);
     }
     // `Organiser` authenticated this very token, so it is present and of this event.
-    let token = presented_token(&headers).ok_or(ApiError::Unauthenticated)?;
+    let token = super::extract::organiser_token(&headers).ok_or(ApiError::Unauthenticated)?;
     state.db.delete_organiser_session(&auth::token_digest(token), event.id).await?;
     tracing::info!(event_id = %event.id, "organiser logged out");
     let cookie = auth::cleared_cookie(ORGANISER_COOKIE, state.settings.secure_cookies);
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
-}
-
-/// The organiser token a request authenticates with, chosen as `extract::Organiser` chooses:
-/// a bearer token wins; without one, the organiser cookie.
-fn presented_token(headers: &HeaderMap) -> Option<&str> {
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
-    let token = match bearer {
-        Some(token) => token,
-        None => headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(name, _)| *name == ORGANISER_COOKIE)
-            .map(|(_, token)| token)?,
-    };
-    token.starts_with(ORGANISER_PREFIX).then_some(token)
 }
