@@ -9,7 +9,8 @@
 //! derivative workers), one event and guest, the upload, then `GET /api/v1/uploads/{id}` every
 //! 50 ms until its status is decided; the server's `VmRSS` before the upload and `VmHWM` (peak
 //! RSS, reset after start-up) at the end. The originals: a 16-bit RGBA PNG of 10000 × 10000
-//! (800 MB decoded, under 1 MB on disk) and a progressive 4:2:0 JPEG of 10000 × 10000.
+//! (800 MB decoded, under 1 MB on disk), and progressive 4:2:0 JPEGs of 10000 × 10000 and of
+//! 8000 × 6000 (the largest phone sensors).
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -33,6 +34,7 @@ async fn main() -> Result<()> {
     let originals = [
         ("16-bit RGBA PNG 10000²", png16_rgba(10_000, 10_000)?),
         ("progressive JPEG 10000²", progressive_jpeg(10_000, 10_000)?),
+        ("progressive JPEG 8000×6000", progressive_jpeg(8_000, 6_000)?),
     ];
     println!("| original | bytes | status | settled after | slowest GET meanwhile | VmRSS before | VmHWM |");
     println!("|---|---|---|---|---|---|---|");

@@ -148,9 +148,10 @@ fn run_within(
     let preview = if (width, height) == (decoded.width, decoded.height) {
         decoded
     } else {
+        let preview = resize(&decoded, width, height)?;
         // The decoded pixels go as soon as the preview exists.
-        let decoded = decoded;
-        resize(&decoded, width, height)?
+        drop(decoded);
+        preview
     };
     let preview = orient(preview, orientation);
     let (width, height) = fit(preview.width, preview.height, THUMB_EDGE);

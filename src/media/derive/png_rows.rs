@@ -197,7 +197,7 @@ impl Blocks {
                 }
             }
         }
-        if y + 1 == self.height || (y + 1) % self.factor == 0 {
+        if y + 1 == self.height || (y + 1).is_multiple_of(self.factor) {
             self.write_row(y / self.factor, 0);
             self.sums.fill(0);
         }
