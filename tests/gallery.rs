@@ -8,29 +8,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::images::{self, jpeg_markers};
-use common::{Backend, Guest, Options, TestApp, assert_problem, upload_form};
+use common::{Backend, Guest, Options, TestApp, assert_problem, settled, upload_form, upload_ok};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
-
-/// Waits until the upload's derivatives are decided (ready or failed); returns the Upload.
-async fn settled(app: &TestApp, token: &str, id: &str) -> Value {
-    for _ in 0..300 {
-        let (status, body) = app.get_json(&format!("/api/v1/uploads/{id}"), token).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        if body["status"] != "processing" {
-            return body;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("upload {id} still processing after 30 s");
-}
-
-async fn upload_ok(app: &TestApp, guest: &Guest, bytes: &[u8]) -> Value {
-    let response = app.upload(guest, bytes, Some(Uuid::new_v4())).await;
-    assert_eq!(response.status(), StatusCode::CREATED);
-    response.json().await.expect("upload json")
-}
 
 async fn get_bytes(app: &TestApp, path: &str, token: &str) -> (StatusCode, reqwest::header::HeaderMap, Vec<u8>) {
     let response = app.client.get(app.url(path)).bearer_auth(token).send().await.expect("GET");

@@ -7,30 +7,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::images;
-use common::{Backend, Guest, TestApp, assert_problem};
+use common::{Backend, Guest, TestApp, assert_problem, settled_within as settled, upload_ok};
 use reqwest::StatusCode;
 use serde_json::Value;
 use uuid::Uuid;
-
-/// Waits until the upload's derivatives are decided (ready or failed), at most `limit`.
-async fn settled(app: &TestApp, token: &str, id: &str, limit: Duration) -> Value {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        let (status, body) = app.get_json(&format!("/api/v1/uploads/{id}"), token).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        if body["status"] != "processing" {
-            return body;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("upload {id} still processing after {limit:?}");
-}
-
-async fn upload_ok(app: &TestApp, guest: &Guest, bytes: &[u8]) -> Value {
-    let response = app.upload(guest, bytes, Some(Uuid::new_v4())).await;
-    assert_eq!(response.status(), StatusCode::CREATED);
-    response.json().await.expect("upload json")
-}
 
 async fn jpeg_at(app: &TestApp, url: &Value, token: &str) -> image::RgbImage {
     let url = url.as_str().expect("a URL");

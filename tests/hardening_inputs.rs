@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::images;
-use common::{ADMIN_TOKEN, Backend, Event, Guest, TestApp, assert_problem, upload_form};
+use common::{ADMIN_TOKEN, Backend, Event, Guest, TestApp, assert_problem, settled, upload_form};
 use confetti::db::Db;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -30,19 +30,6 @@ async fn upload_named(app: &TestApp, guest: &Guest, filename: &str, caption: Opt
     let response = app.upload_form(guest, form, None).await;
     assert_eq!(response.status(), StatusCode::CREATED, "uploading {filename:?}");
     response.json().await.expect("upload json")
-}
-
-/// Waits until the upload's derivatives are decided; returns the Upload.
-async fn settled(app: &TestApp, token: &str, id: &str) -> Value {
-    for _ in 0..300 {
-        let (status, body) = app.get_json(&format!("/api/v1/uploads/{id}"), token).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        if body["status"] != "processing" {
-            return body;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("upload {id} still processing after 30 s");
 }
 
 fn has_format_character(s: &str) -> bool {

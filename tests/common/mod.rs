@@ -399,3 +399,30 @@ pub async fn assert_problem(response: reqwest::Response, status: StatusCode, cod
     assert_eq!(body["status"], status.as_u16());
     body
 }
+
+/// Waits until the upload's derivatives are decided (ready or failed), at most 30 s; returns
+/// the Upload.
+pub async fn settled(app: &TestApp, token: &str, id: &str) -> Value {
+    settled_within(app, token, id, Duration::from_secs(30)).await
+}
+
+/// Waits until the upload's derivatives are decided (ready or failed), at most `limit`.
+pub async fn settled_within(app: &TestApp, token: &str, id: &str, limit: Duration) -> Value {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        let (status, body) = app.get_json(&format!("/api/v1/uploads/{id}"), token).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body["status"] != "processing" {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("upload {id} still processing after {limit:?}");
+}
+
+/// Uploads a photo under a new key and expects it stored (201); returns the Upload.
+pub async fn upload_ok(app: &TestApp, guest: &Guest, bytes: &[u8]) -> Value {
+    let response = app.upload(guest, bytes, Some(Uuid::new_v4())).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    response.json().await.expect("upload json")
+}
