@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::images::{self, jpeg_markers};
-use common::{Backend, Guest, Options, TestApp, assert_problem, settled, upload_form, upload_ok};
+use common::{Backend, Options, TestApp, assert_problem, settled, upload_form, upload_ok};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;

@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::images;
-use common::{Backend, Guest, TestApp, assert_problem, settled_within as settled, upload_ok};
+use common::{Backend, TestApp, assert_problem, settled_within as settled, upload_ok};
 use reqwest::StatusCode;
 use serde_json::Value;
 use uuid::Uuid;

@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use common::images;
 use common::{ADMIN_TOKEN, Backend, Event, Guest, TestApp, assert_problem, settled, upload_form};

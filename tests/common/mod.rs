@@ -98,14 +98,15 @@ pub struct TestApp {
     /// The running instance's state, for tests that call a job directly.
     pub state: AppState,
     pub data_dir: Arc<tempfile::TempDir>,
-    pub database_url: Option<String>,
+    pub database_url: Option<TestDatabase>,
     pub options: Options,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
-/// A fresh PostgreSQL database on the server `TEST_DATABASE_URL` names.
-pub async fn fresh_postgres_database() -> String {
+/// A fresh PostgreSQL database on the server `TEST_DATABASE_URL` names, dropped again when
+/// the last handle to it goes.
+pub async fn fresh_postgres_database() -> TestDatabase {
     let server = std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG.to_owned());
     let name = format!("test_{}", Uuid::new_v4().simple());
     let admin = sqlx::PgPool::connect(&server)
@@ -117,7 +118,51 @@ pub async fn fresh_postgres_database() -> String {
         .expect("create test database");
     admin.close().await;
     let base = server.rsplit_once('/').map(|(b, _)| b).unwrap_or(&server);
-    format!("{base}/{name}")
+    let url = format!("{base}/{name}");
+    TestDatabase(Arc::new(DatabaseHandle { url, server, name }))
+}
+
+/// A test's PostgreSQL database, read as its URL. Instances sharing it or restarting on it, and
+/// a test reading it after its server stopped, hold clones; the last one to go drops it.
+#[derive(Clone, Debug)]
+pub struct TestDatabase(Arc<DatabaseHandle>);
+
+#[derive(Debug)]
+struct DatabaseHandle {
+    url: String,
+    server: String,
+    name: String,
+}
+
+impl std::ops::Deref for TestDatabase {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0.url
+    }
+}
+
+impl Drop for DatabaseHandle {
+    fn drop(&mut self) {
+        let (server, statement) = (self.server.clone(), format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        // Drop runs inside the test's runtime: the statement gets a thread and runtime of its own.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            runtime.block_on(async {
+                let drop = async {
+                    let admin = sqlx::PgPool::connect(&server).await.ok()?;
+                    let done = sqlx::query(sqlx::AssertSqlSafe(statement)).execute(&admin).await.ok();
+                    admin.close().await;
+                    done
+                };
+                tokio::time::timeout(Duration::from_secs(10), drop).await.ok().flatten()
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Some(_))) {
+            eprintln!("could not drop the test database {}; the next scripts/test.sh drops it", self.name);
+        }
+    }
 }
 
 impl TestApp {
@@ -156,13 +201,13 @@ impl TestApp {
         backend: Backend,
         options: Options,
         data_dir: Arc<tempfile::TempDir>,
-        database_url: Option<String>,
+        database_url: Option<TestDatabase>,
     ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let site = SiteArgs {
             data_dir: data_dir.path().to_path_buf(),
-            database_url: database_url.clone(),
+            database_url: database_url.as_deref().map(str::to_owned),
             public_url: Some(format!("http://{addr}")),
         };
         let mut args = ServeArgs::defaults(site).expect("default settings");
