@@ -33,7 +33,7 @@ use crate::app::AppState;
 use crate::blobs::{BlobKey, TempBlobGuard};
 use crate::db::guests::GuestRow;
 use crate::db::uploads::{NewUpload, UploadRow};
-use crate::domain::{Caption, ClientUploadId, FileName};
+use crate::domain::{Caption, ClientUploadId, FileName, UploadStatus};
 use crate::error::{ApiError, ApiResult};
 use crate::http::multipart::{self, Limits, MultipartError, MultipartReader};
 use crate::media::{self, ProbeError, Sniffed};
@@ -297,7 +297,7 @@ impl UploadSession {
             height: new.height,
             taken_at: new.taken_at,
             created_at: new.created_at,
-            status: "processing".to_owned(),
+            status: UploadStatus::Processing,
             hidden: false,
             deleted_at: None,
             likes: 0,

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Db, Tx, on_db, on_tx};
+use crate::domain::UploadStatus;
 
 /// A job this worker holds until `lease_until`.
 #[derive(Clone, Copy, Debug)]
@@ -43,7 +44,11 @@ impl Tx {
     /// its own). `None` when the lease was lost to another worker meanwhile (the caller rolls
     /// back; the other worker decides). The row stays locked until commit, so a concurrent
     /// hide or delete is ordered after this, in the live feed too.
-    pub async fn finish_derivative_job(&mut self, job: &ClaimedJob, status: &str) -> sqlx::Result<Option<Finished>> {
+    pub async fn finish_derivative_job(
+        &mut self,
+        job: &ClaimedJob,
+        status: UploadStatus,
+    ) -> sqlx::Result<Option<Finished>> {
         let deleted = on_tx!(self, tx => sqlx::query("DELETE FROM derivative_jobs WHERE upload_id = $1 AND claim = $2")
             .bind(job.upload_id)
             .bind(job.claim)
@@ -58,7 +63,7 @@ impl Tx {
              RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
         )
         .bind(job.upload_id)
-        .bind(status)
+        .bind(status.as_str())
         .fetch_optional(&mut **tx)
         .await)
     }

@@ -5,6 +5,7 @@ use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::{Db, Tx, on_db, on_tx};
+use crate::domain::UploadStatus;
 
 /// One upload as stored, with the names a response needs (event slug, guest name).
 #[derive(Clone, Debug, FromRow)]
@@ -24,7 +25,8 @@ pub struct UploadRow {
     pub height: i32,
     pub taken_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: UploadStatus,
     pub hidden: bool,
     pub deleted_at: Option<DateTime<Utc>>,
     pub likes: i64,
@@ -280,7 +282,7 @@ impl Tx {
     /// Hides or shows a live upload. `Some(Some(status))` when it changed (its status, read
     /// under the row lock the change holds until commit), `Some(None)` when it already was so,
     /// `None` when it is deleted or unknown.
-    pub async fn set_upload_hidden(&mut self, id: Uuid, hidden: bool) -> sqlx::Result<Option<Option<String>>> {
+    pub async fn set_upload_hidden(&mut self, id: Uuid, hidden: bool) -> sqlx::Result<Option<Option<UploadStatus>>> {
         let changed: Option<String> = on_tx!(self, tx => sqlx::query_scalar(
             "UPDATE uploads SET hidden = $2 WHERE id = $1 AND deleted_at IS NULL AND hidden <> $2 RETURNING status",
         )
@@ -288,8 +290,9 @@ impl Tx {
         .bind(hidden)
         .fetch_optional(&mut **tx)
         .await)?;
-        if changed.is_some() {
-            return Ok(Some(changed));
+        if let Some(status) = changed {
+            let status = UploadStatus::try_from(status).map_err(|e| sqlx::Error::Decode(e.into()))?;
+            return Ok(Some(Some(status)));
         }
         let live: Option<i64> = on_tx!(self, tx => sqlx::query_scalar(
             "SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NULL",

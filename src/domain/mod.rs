@@ -3,8 +3,10 @@
 
 mod ids;
 mod password;
+mod status;
 mod text;
 
 pub use ids::{ClientUploadId, EventSlug};
 pub use password::OrganiserPassword;
+pub use status::UploadStatus;
 pub use text::{Caption, CommentText, DisplayName, EventName, FileName, is_format};

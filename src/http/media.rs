@@ -16,6 +16,7 @@ use super::extract::Viewer;
 use super::uploads::visible_upload;
 use crate::app::AppState;
 use crate::blobs::BlobKey;
+use crate::domain::UploadStatus;
 use crate::error::{ApiError, ApiResult};
 
 const CACHE_FOREVER: &str = "private, max-age=31536000, immutable";
@@ -87,7 +88,7 @@ async fn derivative(
 ) -> ApiResult<Response> {
     let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
     let row = visible_upload(&state, &viewer, id).await?;
-    if row.status != "ready" {
+    if row.status != UploadStatus::Ready {
         return Err(ApiError::NotFound);
     }
     let (event_id, upload_id) = (row.event_id, row.id);

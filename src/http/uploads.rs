@@ -20,7 +20,7 @@ use crate::app::AppState;
 use crate::blobs::BlobKey;
 use crate::db::live::LiveKind;
 use crate::db::uploads::{ListQuery, UploadRow};
-use crate::domain::{ClientUploadId, EventSlug};
+use crate::domain::{ClientUploadId, EventSlug, UploadStatus};
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::Write;
 use crate::ingest::{Ingested, Outcome, ingest};
@@ -205,9 +205,9 @@ async fn change_upload(
     };
     // Hiding is news at once; showing again only once there is something to show (a photo
     // still processing is announced when it becomes ready).
-    let news = match changed.as_deref() {
+    let news = match changed {
         Some(_) if body.hidden => Some(LiveKind::Removed),
-        Some("ready") => Some(LiveKind::Upload),
+        Some(UploadStatus::Ready) => Some(LiveKind::Upload),
         _ => None,
     };
     if let Some(kind) = news {

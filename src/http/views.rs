@@ -7,6 +7,7 @@ use uuid::Uuid;
 use crate::db::comments::CommentRow;
 use crate::db::events::EventRow;
 use crate::db::uploads::UploadRow;
+use crate::domain::UploadStatus;
 
 fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -84,7 +85,7 @@ pub struct UploadJson {
 impl UploadJson {
     pub fn new(row: &UploadRow) -> Self {
         // Derivatives exist once the worker made them (a hidden upload keeps them).
-        let ready = row.status == "ready";
+        let ready = row.status == UploadStatus::Ready;
         Self {
             id: row.id,
             event: row.event_slug.clone(),
@@ -99,7 +100,7 @@ impl UploadJson {
             height: row.height,
             taken_at: row.taken_at.map(rfc3339),
             created_at: rfc3339(row.created_at),
-            status: if row.hidden { "hidden".into() } else { row.status.clone() },
+            status: if row.hidden { "hidden".into() } else { row.status.as_str().into() },
             likes: row.likes,
             liked_by_me: row.liked_by_me,
             comments: row.comments,

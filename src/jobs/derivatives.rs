@@ -19,6 +19,7 @@ use crate::app::AppState;
 use crate::blobs::BlobKey;
 use crate::db::derivatives::ClaimedJob;
 use crate::db::live::LiveKind;
+use crate::domain::UploadStatus;
 use crate::media::{self, ProbeError, Sniffer};
 
 /// How often an idle worker looks for jobs queued by another instance (its own instance
@@ -175,10 +176,10 @@ fn reprobe(original: &[u8], max_pixels: u64) -> Result<media::Probe, ProbeError>
 
 async fn finish(state: &AppState, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {
     let status = match outcome {
-        Outcome::Ready => "ready",
-        Outcome::Undecodable(_) => "failed",
+        Outcome::Ready => UploadStatus::Ready,
+        Outcome::Undecodable(_) => UploadStatus::Failed,
         // Deleted meanwhile: the status no longer matters (a deleted upload keeps its own).
-        Outcome::Gone => "processing",
+        Outcome::Gone => UploadStatus::Processing,
     };
     let mut tx = state.db.begin().await?;
     let Some(upload) = tx.finish_derivative_job(job, status).await? else {
