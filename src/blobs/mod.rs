@@ -46,6 +46,15 @@ pub enum BlobKey {
 const TEMP_DIR: &str = "tmp";
 
 impl BlobKey {
+    /// Every blob a committed upload can have: its original and both derivatives.
+    pub fn all_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 3] {
+        [
+            BlobKey::Original { event_id, upload_id },
+            BlobKey::Thumb { event_id, upload_id },
+            BlobKey::Preview { event_id, upload_id },
+        ]
+    }
+
     pub fn path(&self) -> Path {
         match self {
             BlobKey::Temp(id) => Path::from(format!("{TEMP_DIR}/{id}")),
@@ -152,6 +161,20 @@ impl BlobStore {
     /// Reads a whole blob (derivative work reads the original it decodes).
     pub async fn get_all(&self, key: BlobKey) -> object_store::Result<Bytes> {
         self.store.get(&key.path()).await?.bytes().await
+    }
+
+    /// A committed upload's original: under its final key or, between the commit and the move
+    /// to that key (or after a crash in between, until the sweep moves it), its temporary one.
+    pub async fn get_original(
+        &self,
+        event_id: Uuid,
+        upload_id: Uuid,
+        range: Option<GetRange>,
+    ) -> object_store::Result<GetResult> {
+        match self.get(BlobKey::Original { event_id, upload_id }, range.clone()).await {
+            Err(object_store::Error::NotFound { .. }) => self.get(BlobKey::Temp(upload_id), range).await,
+            other => other,
+        }
     }
 
     /// Moves a blob to its final key (a rename on disk, copy + delete on S3).

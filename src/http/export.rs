@@ -24,7 +24,6 @@ use uuid::Uuid;
 
 use super::extract::Organiser;
 use crate::app::AppState;
-use crate::blobs::BlobKey;
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
 
@@ -87,14 +86,9 @@ async fn write_archive(state: &AppState, event_id: Uuid, pipe: DuplexStream) -> 
         };
         after = Some(last.id);
         for row in &page {
-            let original = BlobKey::Original { event_id, upload_id: row.id };
-            let blob = match state.blobs.get(original, None).await {
-                // Between its commit and the move to the final key, an upload is still temporary.
-                Err(object_store::Error::NotFound { .. }) => match state.blobs.get(BlobKey::Temp(row.id), None).await {
-                    // Deleted since this page was read: it is no longer part of the event.
-                    Err(object_store::Error::NotFound { .. }) => continue,
-                    other => other?,
-                },
+            let blob = match state.blobs.get_original(event_id, row.id, None).await {
+                // Deleted since this page was read: it is no longer part of the event.
+                Err(object_store::Error::NotFound { .. }) => continue,
                 other => other?,
             };
             let entry = ZipEntryBuilder::new(

@@ -139,13 +139,8 @@ async fn original(
         },
     };
 
-    let original = BlobKey::Original { event_id: row.event_id, upload_id: id };
     let get_range = range.map(|(start, end)| GetRange::Bounded(start..end + 1));
-    let blob = match state.blobs.get(original, get_range.clone()).await {
-        // Between its commit and the move to the final key, an upload is still temporary.
-        Err(object_store::Error::NotFound { .. }) => state.blobs.get(BlobKey::Temp(id), get_range).await?,
-        other => other?,
-    };
+    let blob = state.blobs.get_original(row.event_id, id, get_range).await?;
 
     let (status, body_len) = match range {
         Some((start, end)) => (StatusCode::PARTIAL_CONTENT, end - start + 1),

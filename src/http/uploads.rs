@@ -258,12 +258,7 @@ async fn delete_upload(
     tx.append_live(row.event_id, LiveKind::Removed, id).await?;
     let response = tx.commit(StatusCode::NO_CONTENT.into_response()).await?;
     state.live.poke();
-    let (event_id, upload_id) = (row.event_id, id);
-    for key in [
-        BlobKey::Original { event_id, upload_id },
-        BlobKey::Thumb { event_id, upload_id },
-        BlobKey::Preview { event_id, upload_id },
-    ] {
+    for key in BlobKey::all_for(row.event_id, id) {
         if let Err(e) = state.blobs.delete(key).await {
             tracing::warn!(error = %e, upload_id = %id, ?key, "could not delete a deleted upload's blob");
         }

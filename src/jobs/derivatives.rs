@@ -131,11 +131,7 @@ async fn make(state: &AppState, job: &ClaimedJob) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Gone);
     }
     let (event_id, upload_id) = (row.event_id, row.id);
-    let original = match state.blobs.get_all(BlobKey::Original { event_id, upload_id }).await {
-        // Between its commit and the move to the final key, an upload is still temporary.
-        Err(object_store::Error::NotFound { .. }) => state.blobs.get_all(BlobKey::Temp(upload_id)).await?,
-        other => other?,
-    };
+    let original = state.blobs.get_original(event_id, upload_id, None).await?.bytes().await?;
     state.derivatives.started.fetch_add(1, Relaxed);
     let max_pixels = state.settings.max_image_pixels;
     let derived = state.blocking.background(move || derive(&original, max_pixels)).await?;
