@@ -25,6 +25,21 @@ fn fresh_client() -> reqwest::Client {
     reqwest::Client::builder().pool_max_idle_per_host(0).timeout(Duration::from_secs(10)).build().expect("client")
 }
 
+/// Posts JSON to a server started outside the harness and reads the JSON answer.
+async fn post_json(client: &reqwest::Client, url: &str, body: serde_json::Value) -> serde_json::Value {
+    send_json(client.post(url).json(&body)).await
+}
+
+async fn send_json(request: reqwest::RequestBuilder) -> serde_json::Value {
+    request.send().await.expect("an answer").json().await.expect("a JSON answer")
+}
+
+/// An event on a server started outside the harness, as the admin creates it.
+async fn create_event(client: &reqwest::Client, base: &str) -> serde_json::Value {
+    let body = json!({"name": "Anna & Ben", "organiser_password": "correct horse"});
+    send_json(client.post(format!("{base}/api/v1/events")).bearer_auth(ADMIN_TOKEN).json(&body)).await
+}
+
 async fn stalled_connection(addr: SocketAddr) -> TcpStream {
     let mut stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
         .await
@@ -136,26 +151,15 @@ async fn a_kept_alive_connection_is_closed_after_the_idle_timeout_while_a_live_s
 
     // A request in flight has no idle deadline: a slideshow's stream outlives both timeouts.
     let client = fresh_client();
-    let event: serde_json::Value = client
-        .post(format!("http://{}/api/v1/events", server.addr))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "Anna & Ben", "organiser_password": "correct horse"}))
-        .send()
-        .await
-        .expect("create event")
-        .json()
-        .await
-        .expect("event json");
+    let base = format!("http://{}", server.addr);
+    let event = create_event(&client, &base).await;
     let slug = event["slug"].as_str().expect("slug");
-    let login: serde_json::Value = client
-        .post(format!("http://{}/api/v1/events/{slug}/organiser-sessions", server.addr))
-        .json(&json!({"password": "correct horse"}))
-        .send()
-        .await
-        .expect("login")
-        .json()
-        .await
-        .expect("login json");
+    let login = post_json(
+        &client,
+        &format!("{base}/api/v1/events/{slug}/organiser-sessions"),
+        json!({"password": "correct horse"}),
+    )
+    .await;
     let token = login["token"].as_str().expect("token");
     let mut live = TcpStream::connect(server.addr).await.expect("connect");
     let request =
@@ -298,27 +302,15 @@ async fn a_request_is_answered_in_under_two_seconds_beside_400_connections_stall
     let server = start_binary(256).await;
     let base = format!("http://{}", server.addr);
     let client = fresh_client();
-    let event: serde_json::Value = client
-        .post(format!("{base}/api/v1/events"))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "Anna & Ben", "organiser_password": "correct horse"}))
-        .send()
-        .await
-        .expect("create event")
-        .json()
-        .await
-        .expect("event json");
+    let event = create_event(&client, &base).await;
     let slug = event["slug"].as_str().expect("slug").to_owned();
     let join_token = event["join_token"].as_str().expect("join token");
-    let joined: serde_json::Value = client
-        .post(format!("{base}/api/v1/events/{slug}/guests"))
-        .json(&json!({"join_token": join_token, "display_name": "Patient Pat"}))
-        .send()
-        .await
-        .expect("join")
-        .json()
-        .await
-        .expect("guest json");
+    let joined = post_json(
+        &client,
+        &format!("{base}/api/v1/events/{slug}/guests"),
+        json!({"join_token": join_token, "display_name": "Patient Pat"}),
+    )
+    .await;
     let token = joined["token"].as_str().expect("guest token").to_owned();
 
     let mut stalled = Vec::new();
