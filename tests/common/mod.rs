@@ -165,6 +165,17 @@ impl Drop for DatabaseHandle {
     }
 }
 
+/// The server's warnings and errors go to the test's captured output, shown when it fails
+/// (`RUST_LOG` widens them): a 500 in CI then says why.
+fn show_server_logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+    });
+}
+
 impl TestApp {
     pub async fn spawn(backend: Backend) -> Self {
         Self::spawn_with(backend, Options::default()).await
@@ -203,6 +214,7 @@ impl TestApp {
         data_dir: Arc<tempfile::TempDir>,
         database_url: Option<TestDatabase>,
     ) -> Self {
+        show_server_logs();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let site = SiteArgs {
