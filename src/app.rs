@@ -20,6 +20,7 @@ use crate::config::ServeArgs;
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::http::client_addr::TrustedProxies;
+use crate::jobs::blob_jobs::BlobJobs;
 use crate::jobs::derivatives::DerivativeQueue;
 use crate::live::LiveHub;
 use crate::throttle::Throttle;
@@ -66,20 +67,28 @@ pub struct AppState {
     pub throttle: Arc<Throttle>,
     pub idempotency_metrics: Arc<crate::idempotency::Metrics>,
     pub derivatives: Arc<DerivativeQueue>,
+    /// Blob work that follows a commit (finalize, delete).
+    pub blob_jobs: BlobJobs,
     pub live: Arc<LiveHub>,
 }
 
 impl AppState {
     /// Connects the database (running migrations) and opens the blob store.
     pub async fn open(args: &ServeArgs, admin_token: String) -> anyhow::Result<Self> {
+        let blobs = BlobStore::open(args.storage.as_deref(), &args.site.data_dir)?;
+        Self::open_with(args, admin_token, blobs).await
+    }
+
+    /// Connects the database (running migrations), with the given blob store.
+    pub async fn open_with(args: &ServeArgs, admin_token: String, blobs: BlobStore) -> anyhow::Result<Self> {
         // Checked before anything is opened: a mistyped proxy stops the start, not the first login.
         let trusted_proxies =
             TrustedProxies::parse(&args.trusted_proxy).map_err(|e| anyhow::anyhow!("--trusted-proxy: {e}"))?;
         let db = Db::connect(args.site.database_url.as_deref(), &args.site.data_dir).await?;
-        let blobs = BlobStore::open(args.storage.as_deref(), &args.site.data_dir)?;
         let public_url = crate::bootstrap::public_url(args.site.public_url.as_deref(), args.bind);
         let blocking = Blocking::new();
         Ok(Self {
+            blob_jobs: BlobJobs::new(db.clone(), blobs.clone()),
             db,
             blobs,
             derivatives: Arc::new(DerivativeQueue::new(Duration::from_secs(args.derivative_lease_s))),
@@ -146,6 +155,7 @@ pub async fn serve(
     crate::jobs::idempotency_keys::spawn_sweep(state.clone());
     crate::jobs::live_feed::spawn_sweep(state.clone());
     crate::jobs::derivatives::spawn_workers(state.clone(), state.settings.derivative_workers);
+    state.blob_jobs.spawn_workers(1);
     let live = Arc::clone(&state.live);
     let db = state.db.clone();
     tokio::spawn(async move { live.run(db).await });

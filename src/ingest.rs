@@ -31,11 +31,13 @@ use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::blobs::{BlobKey, TempBlobGuard};
+use crate::db::blob_jobs::BlobJobKind;
 use crate::db::guests::GuestRow;
 use crate::db::uploads::{NewUpload, UploadRow};
 use crate::domain::{Caption, ClientUploadId, FileName, UploadStatus};
 use crate::error::{ApiError, ApiResult};
 use crate::http::multipart::{self, Limits, MultipartError, MultipartReader};
+use crate::jobs::blob_jobs::BlobJobs;
 use crate::media::{self, ProbeError, Sniffed};
 
 mod transport;
@@ -239,6 +241,8 @@ impl UploadSession {
             return Err(self.quota_exceeded().await);
         }
         tx.queue_derivatives(id).await?;
+        let finalize =
+            tx.queue_blob_job(BlobJobKind::Finalize, self.guest.event_id, id, BlobJobs::lease_until()).await?;
         // Last before the commit: every upload of the event waits for this row's lock.
         if !tx.charge_event_storage(self.guest.event_id, new.bytes).await? {
             tx.rollback().await?;
@@ -247,13 +251,10 @@ impl UploadSession {
         }
         tx.commit().await?;
 
-        // Committed: from here on the blob belongs to the row. If the move fails (or the
-        // process dies first), the start-up sweep finds the temporary blob and moves it.
+        // Committed: from here on the blob belongs to the row, and moving it to its final key
+        // is a job of its own, done now or (store failing, process dead) by a worker later.
         received.guard.disarm();
-        let original = BlobKey::Original { event_id: self.guest.event_id, upload_id: id };
-        if let Err(e) = self.state.blobs.rename(BlobKey::Temp(id), original).await {
-            tracing::error!(error = %e, upload_id = %id, "could not move a committed upload to its final key");
-        }
+        self.state.blob_jobs.run(finalize).await;
         self.state.derivatives.wake();
         tracing::info!(upload_id = %id, guest_id = %self.guest.id, bytes = new.bytes, "upload stored");
         Ok(Ingested::Created(self.read_back(new).await))

@@ -55,6 +55,35 @@ impl BlobKey {
         ]
     }
 
+    /// The key a path names, for listings; `None` for anything Confetti does not write.
+    pub fn parse(path: &Path) -> Option<BlobKey> {
+        let parts: Vec<_> = path.parts().collect();
+        let id = |i: usize| parts.get(i).and_then(|p| Uuid::try_parse(p.as_ref()).ok());
+        match (parts.first()?.as_ref(), parts.len()) {
+            (TEMP_DIR, 2) => Some(BlobKey::Temp(id(1)?)),
+            ("originals", 3) => Some(BlobKey::Original { event_id: id(1)?, upload_id: id(2)? }),
+            ("derivatives", 4) => {
+                let (event_id, upload_id) = (id(1)?, id(2)?);
+                match parts[3].as_ref() {
+                    "thumb.jpg" => Some(BlobKey::Thumb { event_id, upload_id }),
+                    "preview.jpg" => Some(BlobKey::Preview { event_id, upload_id }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The event and upload a final key belongs to; `None` for a temporary key.
+    pub fn upload(&self) -> Option<(Uuid, Uuid)> {
+        match *self {
+            BlobKey::Temp(_) => None,
+            BlobKey::Original { event_id, upload_id }
+            | BlobKey::Thumb { event_id, upload_id }
+            | BlobKey::Preview { event_id, upload_id } => Some((event_id, upload_id)),
+        }
+    }
+
     pub fn path(&self) -> Path {
         match self {
             BlobKey::Temp(id) => Path::from(format!("{TEMP_DIR}/{id}")),
@@ -114,6 +143,12 @@ impl BlobStore {
             }
             Some(dir) => Self::local(dir.strip_prefix("file://").unwrap_or(dir).into()),
         }
+    }
+
+    /// A store given as it is (tests use one that fails on demand); written through its
+    /// multipart API, as an S3 bucket is.
+    pub fn with_store(store: Arc<dyn ObjectStore>) -> Self {
+        Self { store, part_size: 256 * 1024, local_root: None, free_space: Arc::default() }
     }
 
     fn local(dir: std::path::PathBuf) -> anyhow::Result<Self> {
@@ -204,12 +239,27 @@ impl BlobStore {
 
     /// Every temporary blob, with its age, for the start-up sweep.
     pub async fn list_temp(&self) -> object_store::Result<Vec<(Uuid, ObjectMeta)>> {
+        let found = self.list(TEMP_DIR).await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|(key, meta)| if let BlobKey::Temp(id) = key { Some((id, meta)) } else { None })
+            .collect())
+    }
+
+    /// Every blob under a final key (originals and derivatives), with its age, for the sweep.
+    pub async fn list_final(&self) -> object_store::Result<Vec<(BlobKey, ObjectMeta)>> {
+        let mut found = self.list("originals").await?;
+        found.extend(self.list("derivatives").await?);
+        Ok(found)
+    }
+
+    async fn list(&self, prefix: &str) -> object_store::Result<Vec<(BlobKey, ObjectMeta)>> {
         let mut found = Vec::new();
-        let mut listing = self.store.list(Some(&Path::from(TEMP_DIR)));
+        let mut listing = self.store.list(Some(&Path::from(prefix)));
         while let Some(meta) = listing.next().await {
             let meta = meta?;
-            if let Some(id) = meta.location.filename().and_then(|name| Uuid::try_parse(name).ok()) {
-                found.push((id, meta));
+            if let Some(key) = BlobKey::parse(&meta.location) {
+                found.push((key, meta));
             }
         }
         Ok(found)

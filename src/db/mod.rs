@@ -7,6 +7,7 @@
 //! at that one place. Each backend has its own migrations under `migrations/`.
 //! Expected conflicts come back as values (`Option`, `bool`), never as errors.
 
+pub mod blob_jobs;
 pub mod comments;
 pub mod derivatives;
 pub mod events;

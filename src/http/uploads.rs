@@ -17,13 +17,14 @@ use super::IDEMPOTENT_REPLAYED;
 use super::extract::{Guest, Viewer};
 use super::views::UploadJson;
 use crate::app::AppState;
-use crate::blobs::BlobKey;
+use crate::db::blob_jobs::BlobJobKind;
 use crate::db::live::LiveKind;
 use crate::db::uploads::{ListQuery, UploadRow};
 use crate::domain::{ClientUploadId, EventSlug, UploadStatus};
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::Write;
 use crate::ingest::{Ingested, Outcome, ingest};
+use crate::jobs::blob_jobs::BlobJobs;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -256,13 +257,10 @@ async fn delete_upload(
     };
     tx.refund_quota(guest_id, bytes).await?;
     tx.append_live(row.event_id, LiveKind::Removed, id).await?;
+    let remove = tx.queue_blob_job(BlobJobKind::Delete, row.event_id, id, BlobJobs::lease_until()).await?;
     let response = tx.commit(StatusCode::NO_CONTENT.into_response()).await?;
     state.live.poke();
-    for key in BlobKey::all_for(row.event_id, id) {
-        if let Err(e) = state.blobs.delete(key).await {
-            tracing::warn!(error = %e, upload_id = %id, ?key, "could not delete a deleted upload's blob");
-        }
-    }
+    state.blob_jobs.run(remove).await;
     tracing::info!(upload_id = %id, "upload deleted");
     Ok(response)
 }

@@ -17,9 +17,11 @@ use tokio::sync::Notify;
 
 use crate::app::AppState;
 use crate::blobs::BlobKey;
+use crate::db::blob_jobs::BlobJobKind;
 use crate::db::derivatives::ClaimedJob;
 use crate::db::live::LiveKind;
 use crate::domain::UploadStatus;
+use crate::jobs::blob_jobs::BlobJobs;
 use crate::media::{self, ProbeError, Sniffer};
 
 /// How often an idle worker looks for jobs queued by another instance (its own instance
@@ -187,16 +189,20 @@ async fn finish(state: &AppState, job: &ClaimedJob, outcome: &Outcome) -> anyhow
     if announce {
         tx.append_live(upload.event_id, LiveKind::Upload, job.upload_id).await?;
     }
+    // Deleted while its derivatives were being made: the delete removed what existed then,
+    // and what was just made goes the same way.
+    let remove = match upload.deleted {
+        true => {
+            Some(tx.queue_blob_job(BlobJobKind::Delete, upload.event_id, job.upload_id, BlobJobs::lease_until()).await?)
+        }
+        false => None,
+    };
     tx.commit().await?;
     if announce {
         state.live.poke();
     }
-    if upload.deleted {
-        // Deleted while its derivatives were being made: the delete removed what existed then.
-        let (event_id, upload_id) = (upload.event_id, job.upload_id);
-        for key in [BlobKey::Thumb { event_id, upload_id }, BlobKey::Preview { event_id, upload_id }] {
-            state.blobs.delete(key).await?;
-        }
+    if let Some(remove) = remove {
+        state.blob_jobs.run(remove).await;
     }
     let queue = &state.derivatives;
     match outcome {

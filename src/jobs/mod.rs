@@ -1,6 +1,7 @@
 //! Background work: derivatives, bringing storage back in line after crashes, forgetting old
 //! keys and old live news.
 
+pub mod blob_jobs;
 pub mod derivatives;
 pub mod idempotency_keys;
 pub mod live_feed;

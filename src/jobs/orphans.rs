@@ -1,12 +1,19 @@
-//! The orphan sweep, at start and every quarter of an hour: temporary blobs left by a crash
-//! or a killed request. A temporary blob whose upload row committed is moved to its final key
-//! (the process died between commit and move); one without a live row is deleted, and so are
-//! half-written staging files of a local store. Blobs younger than `MIN_AGE` are left alone:
-//! another instance sharing the store may still be receiving them.
+//! The orphan sweep, at start and every quarter of an hour: blobs no row accounts for.
+//! - Temporary blobs left by a crash or a killed request: one whose upload row committed is
+//!   moved to its final key (the blob job that should have done it is lost, e.g. a database
+//!   restored from before it); one without a live row is deleted, and so are half-written
+//!   staging files of a local store.
+//! - Originals and derivatives whose upload is deleted or has no row at all (a store restored
+//!   from a backup, blobs written by a version before blob jobs): deleted.
+//!
+//! Blobs younger than `MIN_AGE` are left alone: another instance sharing the store may still
+//! be receiving them, or finishing the commit they belong to.
 
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::Utc;
+use uuid::Uuid;
 
 use crate::app::AppState;
 use crate::blobs::BlobKey;
@@ -46,5 +53,31 @@ pub async fn sweep(state: &AppState, min_age: Duration) -> anyhow::Result<(usize
         }
     }
     deleted += state.blobs.sweep_local_staging(min_age).await?;
+    deleted += sweep_final(state, min_age).await?;
     Ok((finalized, deleted))
+}
+
+/// Deletes originals and derivatives of uploads that are deleted or unknown; returns how many.
+async fn sweep_final(state: &AppState, min_age: Duration) -> anyhow::Result<usize> {
+    let now = Utc::now();
+    let mut by_event: HashMap<Uuid, Vec<(Uuid, BlobKey)>> = HashMap::new();
+    for (key, meta) in state.blobs.list_final().await? {
+        if (now - meta.last_modified).to_std().unwrap_or_default() < min_age {
+            continue;
+        }
+        if let Some((event_id, upload_id)) = key.upload() {
+            by_event.entry(event_id).or_default().push((upload_id, key));
+        }
+    }
+    let mut deleted = 0;
+    for (event_id, blobs) in by_event {
+        let live: HashSet<Uuid> = state.db.live_upload_ids(event_id).await?.into_iter().collect();
+        for (upload_id, key) in blobs {
+            if !live.contains(&upload_id) {
+                state.blobs.delete(key).await?;
+                deleted += 1;
+            }
+        }
+    }
+    Ok(deleted)
 }

@@ -3,6 +3,7 @@
 //! over HTTP and to look at what it left behind (rows, blobs, quota).
 #![allow(dead_code)]
 
+pub mod failing_store;
 pub mod fault_proxy;
 pub mod images;
 
@@ -66,6 +67,8 @@ pub struct Options {
     pub event_storage_cap_bytes: i64,
     /// 0 in tests: a test machine's disk may be fuller than a server's.
     pub min_free_bytes: u64,
+    /// Another photo store than a directory in `data_dir` (one that fails on demand).
+    pub blob_store: Option<confetti::blobs::BlobStore>,
 }
 
 impl Default for Options {
@@ -84,6 +87,7 @@ impl Default for Options {
             organiser_session_s: 7 * 24 * 60 * 60,
             event_storage_cap_bytes: 100 * 1024 * 1024 * 1024,
             min_free_bytes: 0,
+            blob_store: None,
         }
     }
 }
@@ -239,7 +243,11 @@ impl TestApp {
         args.organiser_session_s = options.organiser_session_s;
         args.event_storage_cap_bytes = options.event_storage_cap_bytes;
         args.min_free_bytes = options.min_free_bytes;
-        let state = AppState::open(&args, ADMIN_TOKEN.to_owned()).await.expect("open app state");
+        let state = match options.blob_store.clone() {
+            Some(blobs) => AppState::open_with(&args, ADMIN_TOKEN.to_owned(), blobs).await,
+            None => AppState::open(&args, ADMIN_TOKEN.to_owned()).await,
+        }
+        .expect("open app state");
         let db = state.db.clone();
         let served_state = state.clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -407,7 +415,7 @@ impl TestApp {
     }
 }
 
-fn all_files(dir: &Path) -> Vec<PathBuf> {
+pub fn all_files(dir: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         if let Ok(entries) = std::fs::read_dir(dir) {
             for entry in entries.flatten() {

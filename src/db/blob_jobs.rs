@@ -1,0 +1,154 @@
+//! The blob job queue: work on an upload's blobs that must follow a commit (finalize a new
+//! original, remove a deleted upload's blobs). A job is written in the transaction whose commit
+//! it follows, already claimed by the writer, which runs it right after the commit; a writer
+//! that dies first (or fails) leaves it to the workers, which claim it when its lease ends.
+//! The lease's end is kept in `run_after`, as for derivative jobs.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Db, Tx, on_db, on_tx};
+
+/// What a job does to the upload's blobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlobJobKind {
+    /// Move the original from its temporary key to its final one.
+    Finalize,
+    /// Remove every blob the upload has.
+    Delete,
+}
+
+impl BlobJobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlobJobKind::Finalize => "finalize",
+            BlobJobKind::Delete => "delete",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "finalize" => Some(BlobJobKind::Finalize),
+            "delete" => Some(BlobJobKind::Delete),
+            _ => None,
+        }
+    }
+}
+
+/// A job its holder may run until its lease ends.
+#[derive(Clone, Copy, Debug)]
+pub struct BlobJob {
+    pub kind: BlobJobKind,
+    pub event_id: Uuid,
+    pub upload_id: Uuid,
+    /// Including this one.
+    pub attempts: i32,
+    pub claim: Uuid,
+}
+
+impl Tx {
+    /// Queues `kind` for the upload, claimed by the caller until `lease_until`. A job of that
+    /// kind still pending is claimed anew: the caller will do the whole of it.
+    pub async fn queue_blob_job(
+        &mut self,
+        kind: BlobJobKind,
+        event_id: Uuid,
+        upload_id: Uuid,
+        lease_until: DateTime<Utc>,
+    ) -> sqlx::Result<BlobJob> {
+        let claim = Uuid::new_v4();
+        let attempts: i32 = on_tx!(self, tx => sqlx::query_scalar(
+            "INSERT INTO blob_jobs (upload_id, kind, event_id, attempts, run_after, claim, created_at)
+             VALUES ($1, $2, $3, 1, $4, $5, $6)
+             ON CONFLICT (upload_id, kind)
+             DO UPDATE SET claim = excluded.claim, run_after = excluded.run_after, attempts = blob_jobs.attempts + 1
+             RETURNING attempts",
+        )
+        .bind(upload_id)
+        .bind(kind.as_str())
+        .bind(event_id)
+        .bind(lease_until)
+        .bind(claim)
+        .bind(Utc::now())
+        .fetch_one(&mut **tx)
+        .await)?;
+        Ok(BlobJob { kind, event_id, upload_id, attempts, claim })
+    }
+}
+
+impl Db {
+    /// Claims the oldest due job, if any, until `lease_until`. On PostgreSQL, rows another
+    /// instance is claiming right now are skipped, not waited for.
+    pub async fn claim_blob_job(&self, lease_until: DateTime<Utc>) -> sqlx::Result<Option<BlobJob>> {
+        let claim = Uuid::new_v4();
+        let now = Utc::now();
+        macro_rules! claim {
+            ($pool:expr, $lock:literal) => {
+                sqlx::query_as(concat!(
+                    "UPDATE blob_jobs SET claim = $1, run_after = $2, attempts = attempts + 1
+                     WHERE (upload_id, kind) = (SELECT upload_id, kind FROM blob_jobs WHERE run_after <= $3
+                                                ORDER BY run_after LIMIT 1 ",
+                    $lock,
+                    ") RETURNING upload_id, kind, event_id, attempts"
+                ))
+                .bind(claim)
+                .bind(lease_until)
+                .bind(now)
+                .fetch_optional($pool)
+                .await?
+            };
+        }
+        let row: Option<(Uuid, String, Uuid, i32)> = match self {
+            Db::Sqlite(pool) => claim!(pool, ""),
+            Db::Postgres(pool) => claim!(pool, "FOR UPDATE SKIP LOCKED"),
+        };
+        Ok(row.and_then(|(upload_id, kind, event_id, attempts)| {
+            let kind = BlobJobKind::parse(&kind)?;
+            Some(BlobJob { kind, event_id, upload_id, attempts, claim })
+        }))
+    }
+
+    /// Ends a job that is done. Does nothing if the lease was lost meanwhile (the new holder
+    /// does the same work again, which is harmless: every blob job can be repeated).
+    pub async fn finish_blob_job(&self, job: &BlobJob) -> sqlx::Result<()> {
+        on_db!(self, pool => sqlx::query("DELETE FROM blob_jobs WHERE upload_id = $1 AND kind = $2 AND claim = $3")
+            .bind(job.upload_id)
+            .bind(job.kind.as_str())
+            .bind(job.claim)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Gives a job back to be tried again after `run_after`. Does nothing if the lease was
+    /// lost meanwhile.
+    pub async fn retry_blob_job(&self, job: &BlobJob, run_after: DateTime<Utc>, error: &str) -> sqlx::Result<()> {
+        on_db!(self, pool => sqlx::query(
+            "UPDATE blob_jobs SET claim = NULL, run_after = $4, last_error = $5
+             WHERE upload_id = $1 AND kind = $2 AND claim = $3",
+        )
+        .bind(job.upload_id)
+        .bind(job.kind.as_str())
+        .bind(job.claim)
+        .bind(run_after)
+        .bind(error)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Jobs not done yet, due or not (for tests and `/metrics`).
+    pub async fn pending_blob_jobs(&self) -> sqlx::Result<i64> {
+        on_db!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM blob_jobs").fetch_one(pool).await)
+    }
+
+    /// The ids of an event's uploads that are not deleted: their blobs must stay.
+    pub async fn live_upload_ids(&self, event_id: Uuid) -> sqlx::Result<Vec<Uuid>> {
+        on_db!(self, pool => sqlx::query_scalar("SELECT id FROM uploads WHERE event_id = $1 AND deleted_at IS NULL")
+            .bind(event_id)
+            .fetch_all(pool)
+            .await)
+    }
+}
