@@ -38,7 +38,7 @@ fn relative(root: &Path, files: Vec<PathBuf>) -> Vec<String> {
 
 async fn a_store_failing_after_the_commit_leaves_nothing_behind_once_it_is_back(backend: Backend) {
     let store_dir = tempfile::tempdir().expect("store dir");
-    let (store, switches) = FailingStore::new(store_dir.path());
+    let (store, switches) = FailingStore::over(store_dir.path());
     let options = Options { blob_store: Some(BlobStore::with_store(store)), ..Options::default() };
     let app = TestApp::spawn_with(backend, options).await;
     let event = app.create_event().await;

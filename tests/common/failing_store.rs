@@ -58,7 +58,7 @@ pub struct FailingStore {
 
 impl FailingStore {
     /// A store over `dir` (created if missing), and its switches.
-    pub fn new(dir: &std::path::Path) -> (Arc<dyn ObjectStore>, Switches) {
+    pub fn over(dir: &std::path::Path) -> (Arc<dyn ObjectStore>, Switches) {
         std::fs::create_dir_all(dir).expect("store dir");
         let inner = LocalFileSystem::new_with_prefix(dir).expect("local store").with_automatic_cleanup(true);
         let switches = Switches::default();
