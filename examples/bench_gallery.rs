@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use confetti::app::{self, AppState};
-use confetti::config::{ServeArgs, SiteArgs};
 use confetti::db::Db;
+use confetti::settings::Settings;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -114,13 +114,13 @@ async fn run(
     let data = tempfile::tempdir()?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let site = SiteArgs { data_dir: data.path().into(), database_url, public_url: Some(format!("http://{addr}")) };
-    let mut args = ServeArgs::defaults(site)?;
-    args.bind = addr;
-    args.guest_quota_bytes = 1 << 40;
-    args.no_demo = true;
-    args.min_free_bytes = 0;
-    let state = AppState::open(&args, ADMIN.into()).await?;
+    let settings = Settings {
+        database_url,
+        guest_quota_bytes: 1 << 40,
+        min_free_bytes: 0,
+        ..Settings::new(data.path(), &format!("http://{addr}"))
+    };
+    let state = AppState::open(settings, ADMIN.into()).await?;
     let server = Server { base: format!("http://{addr}"), client: reqwest::Client::new(), db: state.db.clone() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(app::serve(listener, state, async {

@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use confetti::app::{self, AppState};
-use confetti::config::{ServeArgs, SiteArgs};
+use confetti::settings::Settings;
 use serde_json::{Value, json};
 
 const ADMIN: &str = "bench-admin";
@@ -43,13 +43,13 @@ async fn run(backend: &str, database_url: Option<String>, samples: usize) -> any
     let data = tempfile::tempdir()?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let site = SiteArgs { data_dir: data.path().into(), database_url, public_url: Some(format!("http://{addr}")) };
-    let mut args = ServeArgs::defaults(site)?;
-    args.bind = addr;
-    args.guest_quota_bytes = 1 << 30;
-    args.no_demo = true;
-    args.min_free_bytes = 0;
-    let state = AppState::open(&args, ADMIN.into()).await?;
+    let settings = Settings {
+        database_url,
+        guest_quota_bytes: 1 << 30,
+        min_free_bytes: 0,
+        ..Settings::new(data.path(), &format!("http://{addr}"))
+    };
+    let state = AppState::open(settings, ADMIN.into()).await?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(app::serve(listener, state, async {
         let _ = stopped.await;

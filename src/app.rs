@@ -2,9 +2,7 @@
 //! through which production and tests alike run Confetti on a listener.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::MatchedPath;
@@ -16,7 +14,6 @@ use tower_http::trace::TraceLayer;
 
 use crate::blobs::BlobStore;
 use crate::blocking::Blocking;
-use crate::config::ServeArgs;
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::http::client_addr::TrustedProxies;
@@ -25,37 +22,7 @@ use crate::jobs::derivatives::DerivativeQueue;
 use crate::live::LiveHub;
 use crate::throttle::Throttle;
 
-/// Limits and addresses every request may need.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// Base of join links, without a trailing slash.
-    pub public_url: String,
-    pub max_upload_bytes: u64,
-    pub max_image_pixels: u64,
-    pub guest_quota_bytes: i64,
-    /// Cookies get `Secure` when the public URL is https.
-    pub secure_cookies: bool,
-    pub idempotency_lease_s: u64,
-    pub idempotency_retention_s: u64,
-    /// Derivative workers on this instance.
-    pub derivative_workers: usize,
-    pub header_timeout: Duration,
-    pub body_idle_timeout: Duration,
-    pub idle_timeout: Duration,
-    /// `None`: derived from the open-files limit when serving.
-    pub max_connections: Option<usize>,
-    /// `--trusted-proxy`: whose `X-Forwarded-For` names the client.
-    pub trusted_proxies: TrustedProxies,
-    pub organiser_session: Duration,
-    /// When set, `/metrics` is served there only.
-    pub metrics_bind: Option<SocketAddr>,
-    /// When set, `/metrics` needs this bearer token.
-    pub metrics_token: Option<String>,
-    /// Storage cap of new events (all guests together).
-    pub event_storage_cap_bytes: i64,
-    /// Uploads are refused while the local photo store has less free space.
-    pub min_free_bytes: u64,
-}
+pub use crate::settings::Settings;
 
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -63,6 +30,8 @@ pub struct AppState {
     pub blobs: BlobStore,
     pub blocking: Blocking,
     pub settings: Arc<Settings>,
+    /// `Settings::trusted_proxies`, parsed.
+    pub trusted_proxies: Arc<TrustedProxies>,
     pub admin_token: Arc<str>,
     pub throttle: Arc<Throttle>,
     pub idempotency_metrics: Arc<crate::idempotency::Metrics>,
@@ -74,45 +43,27 @@ pub struct AppState {
 
 impl AppState {
     /// Connects the database (running migrations) and opens the blob store.
-    pub async fn open(args: &ServeArgs, admin_token: String) -> anyhow::Result<Self> {
-        let blobs = BlobStore::open(args.storage.as_deref(), &args.site.data_dir)?;
-        Self::open_with(args, admin_token, blobs).await
+    pub async fn open(settings: Settings, admin_token: String) -> anyhow::Result<Self> {
+        let blobs = BlobStore::open(settings.storage.as_deref(), &settings.data_dir)?;
+        Self::open_with(settings, admin_token, blobs).await
     }
 
     /// Connects the database (running migrations), with the given blob store.
-    pub async fn open_with(args: &ServeArgs, admin_token: String, blobs: BlobStore) -> anyhow::Result<Self> {
+    pub async fn open_with(settings: Settings, admin_token: String, blobs: BlobStore) -> anyhow::Result<Self> {
         // Checked before anything is opened: a mistyped proxy stops the start, not the first login.
         let trusted_proxies =
-            TrustedProxies::parse(&args.trusted_proxy).map_err(|e| anyhow::anyhow!("--trusted-proxy: {e}"))?;
-        let db = Db::connect(args.site.database_url.as_deref(), &args.site.data_dir).await?;
-        let public_url = crate::bootstrap::public_url(args.site.public_url.as_deref(), args.bind);
+            TrustedProxies::parse(&settings.trusted_proxies).map_err(|e| anyhow::anyhow!("--trusted-proxy: {e}"))?;
+        let db = Db::connect(settings.database_url.as_deref(), &settings.data_dir).await?;
         let blocking = Blocking::new();
+        let derivative_workers = settings.derivative_workers.unwrap_or(blocking.media_permits());
         Ok(Self {
             blob_jobs: BlobJobs::new(db.clone(), blobs.clone()),
+            derivatives: Arc::new(DerivativeQueue::new(settings.derivative_lease)),
+            live: Arc::new(LiveHub::default()),
+            settings: Arc::new(Settings { derivative_workers: Some(derivative_workers), ..settings }),
+            trusted_proxies: Arc::new(trusted_proxies),
             db,
             blobs,
-            derivatives: Arc::new(DerivativeQueue::new(Duration::from_secs(args.derivative_lease_s))),
-            live: Arc::new(LiveHub::default()),
-            settings: Arc::new(Settings {
-                derivative_workers: args.derivative_workers.unwrap_or(blocking.media_permits()),
-                secure_cookies: public_url.starts_with("https://"),
-                public_url,
-                max_upload_bytes: args.max_upload_bytes,
-                max_image_pixels: args.max_image_pixels,
-                guest_quota_bytes: args.guest_quota_bytes,
-                idempotency_lease_s: args.idempotency_lease_s,
-                idempotency_retention_s: args.idempotency_retention_s,
-                header_timeout: Duration::from_secs(args.header_timeout_s),
-                body_idle_timeout: Duration::from_secs(args.body_idle_timeout_s),
-                idle_timeout: Duration::from_secs(args.idle_timeout_s),
-                max_connections: args.max_connections,
-                trusted_proxies,
-                organiser_session: Duration::from_secs(args.organiser_session_s),
-                metrics_bind: args.metrics_bind,
-                metrics_token: crate::config::metrics_token_from_env(),
-                event_storage_cap_bytes: args.event_storage_cap_bytes,
-                min_free_bytes: args.min_free_bytes,
-            }),
             blocking,
             admin_token: admin_token.into(),
             throttle: Arc::new(Throttle::default()),
@@ -154,7 +105,7 @@ pub async fn serve(
     crate::jobs::orphans::spawn_sweep(state.clone());
     crate::jobs::idempotency_keys::spawn_sweep(state.clone());
     crate::jobs::live_feed::spawn_sweep(state.clone());
-    crate::jobs::derivatives::spawn_workers(state.clone(), state.settings.derivative_workers);
+    crate::jobs::derivatives::spawn_workers(state.clone(), state.settings.derivative_workers.unwrap_or(1));
     state.blob_jobs.spawn_workers(1);
     let live = Arc::clone(&state.live);
     let db = state.db.clone();

@@ -3,8 +3,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
+
+use crate::settings::{Settings, defaults};
 
 /// Where Confetti keeps its data; shared by `serve` and the `event` commands.
 #[derive(Args, Clone, Debug)]
@@ -38,15 +41,15 @@ pub struct ServeArgs {
     pub storage: Option<String>,
 
     /// Largest photo accepted, in bytes.
-    #[arg(long, env = "CONFETTI_MAX_UPLOAD_BYTES", default_value_t = 50 * 1024 * 1024)]
+    #[arg(long, env = "CONFETTI_MAX_UPLOAD_BYTES", default_value_t = defaults::MAX_UPLOAD_BYTES)]
     pub max_upload_bytes: u64,
 
     /// Largest image accepted, in pixels (width × height) as declared by its header.
-    #[arg(long, env = "CONFETTI_MAX_IMAGE_PIXELS", default_value_t = 100_000_000)]
+    #[arg(long, env = "CONFETTI_MAX_IMAGE_PIXELS", default_value_t = defaults::MAX_IMAGE_PIXELS)]
     pub max_image_pixels: u64,
 
     /// Storage quota of each guest for new events, in bytes.
-    #[arg(long, env = "CONFETTI_GUEST_QUOTA_BYTES", default_value_t = 1024 * 1024 * 1024)]
+    #[arg(long, env = "CONFETTI_GUEST_QUOTA_BYTES", default_value_t = defaults::GUEST_QUOTA_BYTES)]
     pub guest_quota_bytes: i64,
 
     /// Do not create a demo event when the database has no events.
@@ -55,11 +58,11 @@ pub struct ServeArgs {
 
     /// Seconds a write holds its Idempotency-Key before another attempt may take it over
     /// (the holder is presumed dead).
-    #[arg(long, env = "CONFETTI_IDEMPOTENCY_LEASE_S", default_value_t = 30)]
+    #[arg(long, env = "CONFETTI_IDEMPOTENCY_LEASE_S", default_value_t = defaults::IDEMPOTENCY_LEASE_S)]
     pub idempotency_lease_s: u64,
 
     /// Seconds a completed Idempotency-Key is remembered (and replayed) before it is swept.
-    #[arg(long, env = "CONFETTI_IDEMPOTENCY_RETENTION_S", default_value_t = 24 * 60 * 60)]
+    #[arg(long, env = "CONFETTI_IDEMPOTENCY_RETENTION_S", default_value_t = defaults::IDEMPOTENCY_RETENTION_S)]
     pub idempotency_retention_s: u64,
 
     /// Workers making thumbnails and previews on this instance. Default: cores − 1 (at least
@@ -69,7 +72,7 @@ pub struct ServeArgs {
 
     /// Seconds a worker holds a derivative job before another may take it over (the holder is
     /// presumed dead).
-    #[arg(long, env = "CONFETTI_DERIVATIVE_LEASE_S", default_value_t = 120)]
+    #[arg(long, env = "CONFETTI_DERIVATIVE_LEASE_S", default_value_t = defaults::DERIVATIVE_LEASE_S)]
     pub derivative_lease_s: u64,
 
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
@@ -78,17 +81,17 @@ pub struct ServeArgs {
 
     /// Seconds a connection may take to send a request's headers; one that stalls inside
     /// them is closed.
-    #[arg(long, env = "CONFETTI_HEADER_TIMEOUT_S", default_value_t = 30)]
+    #[arg(long, env = "CONFETTI_HEADER_TIMEOUT_S", default_value_t = defaults::HEADER_TIMEOUT_S)]
     pub header_timeout_s: u64,
 
     /// Seconds a request body may go without a single byte arriving before it is cut, and a
     /// response may wait for a client that reads nothing. A phone on a bad network is slow, not
     /// silent: keep this generous.
-    #[arg(long, env = "CONFETTI_BODY_IDLE_TIMEOUT_S", default_value_t = 60)]
+    #[arg(long, env = "CONFETTI_BODY_IDLE_TIMEOUT_S", default_value_t = defaults::BODY_IDLE_TIMEOUT_S)]
     pub body_idle_timeout_s: u64,
 
     /// Seconds a kept-alive connection may sit idle between requests before it is closed.
-    #[arg(long, env = "CONFETTI_IDLE_TIMEOUT_S", default_value_t = 75)]
+    #[arg(long, env = "CONFETTI_IDLE_TIMEOUT_S", default_value_t = defaults::IDLE_TIMEOUT_S)]
     pub idle_timeout_s: u64,
 
     /// Most connections served at once; further ones wait in the kernel's queue. Default:
@@ -104,7 +107,7 @@ pub struct ServeArgs {
     pub trusted_proxy: Vec<String>,
 
     /// Seconds an organiser's login lasts; after that the organiser logs in again.
-    #[arg(long, env = "CONFETTI_ORGANISER_SESSION_S", default_value_t = 7 * 24 * 60 * 60)]
+    #[arg(long, env = "CONFETTI_ORGANISER_SESSION_S", default_value_t = defaults::ORGANISER_SESSION_S)]
     pub organiser_session_s: u64,
 
     /// Serve `/metrics` only on this separate address (e.g. `127.0.0.1:9090`), not on the
@@ -114,18 +117,45 @@ pub struct ServeArgs {
 
     /// Storage cap of each new event, all guests together, in bytes (joining again does not
     /// add to it).
-    #[arg(long, env = "CONFETTI_EVENT_STORAGE_CAP_BYTES", default_value_t = 100 * 1024 * 1024 * 1024)]
+    #[arg(long, env = "CONFETTI_EVENT_STORAGE_CAP_BYTES", default_value_t = defaults::EVENT_STORAGE_CAP_BYTES)]
     pub event_storage_cap_bytes: i64,
 
     /// Uploads are refused (507) while the photo store's disk has less free space than this,
     /// in bytes (local storage only).
-    #[arg(long, env = "CONFETTI_MIN_FREE_BYTES", default_value_t = 1024 * 1024 * 1024)]
+    #[arg(long, env = "CONFETTI_MIN_FREE_BYTES", default_value_t = defaults::MIN_FREE_BYTES)]
     pub min_free_bytes: u64,
 }
 
 impl ServeArgs {
-    /// Every setting as `confetti serve` would have it with no flags (the environment still
-    /// applies), for the given site: what tests and benchmarks start from.
+    /// The runtime settings these flags (and their environment twins) ask for.
+    pub fn settings(&self) -> Settings {
+        let public_url = crate::bootstrap::public_url(self.site.public_url.as_deref(), self.bind);
+        Settings {
+            database_url: self.site.database_url.clone(),
+            storage: self.storage.clone(),
+            max_upload_bytes: self.max_upload_bytes,
+            max_image_pixels: self.max_image_pixels,
+            guest_quota_bytes: self.guest_quota_bytes,
+            idempotency_lease_s: self.idempotency_lease_s,
+            idempotency_retention_s: self.idempotency_retention_s,
+            derivative_workers: self.derivative_workers,
+            derivative_lease: Duration::from_secs(self.derivative_lease_s),
+            header_timeout: Duration::from_secs(self.header_timeout_s),
+            body_idle_timeout: Duration::from_secs(self.body_idle_timeout_s),
+            idle_timeout: Duration::from_secs(self.idle_timeout_s),
+            max_connections: self.max_connections,
+            trusted_proxies: self.trusted_proxy.clone(),
+            organiser_session: Duration::from_secs(self.organiser_session_s),
+            metrics_bind: self.metrics_bind,
+            metrics_token: metrics_token_from_env(),
+            event_storage_cap_bytes: self.event_storage_cap_bytes,
+            min_free_bytes: self.min_free_bytes,
+            ..Settings::new(&self.site.data_dir, &public_url)
+        }
+    }
+
+    /// Every flag as `confetti serve` would have it with none given (the environment still
+    /// applies), for the given site.
     pub fn defaults(site: SiteArgs) -> anyhow::Result<Self> {
         use clap::{Args as _, FromArgMatches as _};
         let command = Self::augment_args(clap::Command::new("serve").no_binary_name(true));

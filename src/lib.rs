@@ -37,4 +37,5 @@ pub mod live;
 /// Image probing (and, later, derivatives): synchronous code for the blocking pool.
 pub mod media;
 /// Organiser login throttling.
+pub mod settings;
 pub mod throttle;

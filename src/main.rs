@@ -102,7 +102,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // (`app::serve` logs both).
     confetti::http::connections::raise_open_files_limit();
     let admin_token = bootstrap::admin_token(admin_token_from_env(), &args.site.data_dir)?;
-    let state = AppState::open(&args, admin_token).await?;
+    let state = AppState::open(args.settings(), admin_token).await?;
     if !args.no_demo {
         bootstrap::ensure_demo_event(&state).await?;
     }

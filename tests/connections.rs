@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use common::{ADMIN_TOKEN, Backend, Options, TestApp, images};
 use confetti::app::{self, AppState};
 use confetti::config::{ServeArgs, SiteArgs};
+use confetti::settings::Settings;
 use reqwest::StatusCode;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -98,6 +99,10 @@ fn the_timeouts_default_to_thirty_seconds_for_a_head_sixty_for_a_silent_body_and
     let args = ServeArgs::defaults(site).expect("defaults");
     assert_eq!((args.header_timeout_s, args.body_idle_timeout_s, args.idle_timeout_s), (30, 60, 75));
     assert_eq!(args.max_connections, None, "derived from the open-files limit by default");
+    let settings = Settings::new("unused", "http://127.0.0.1:8080");
+    let timeouts = [settings.header_timeout, settings.body_idle_timeout, settings.idle_timeout];
+    assert_eq!(timeouts.map(|t| t.as_secs()), [30, 60, 75], "the runtime settings' defaults are the flags'");
+    assert_eq!(settings.max_connections, None);
 }
 
 /// A server with settings `Options` does not carry (the idle timeout), on SQLite.
@@ -107,21 +112,13 @@ struct Server {
     _data_dir: tempfile::TempDir,
 }
 
-async fn serve_with(edit: impl FnOnce(&mut ServeArgs)) -> Server {
+async fn serve_with(edit: impl FnOnce(&mut Settings)) -> Server {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let site = SiteArgs {
-        data_dir: data_dir.path().to_path_buf(),
-        database_url: None,
-        public_url: Some(format!("http://{addr}")),
-    };
-    let mut args = ServeArgs::defaults(site).expect("defaults");
-    args.bind = addr;
-    args.no_demo = true;
-    args.min_free_bytes = 0;
-    edit(&mut args);
-    let state = AppState::open(&args, ADMIN_TOKEN.to_owned()).await.expect("open app state");
+    let mut settings = Settings { min_free_bytes: 0, ..Settings::new(data_dir.path(), &format!("http://{addr}")) };
+    edit(&mut settings);
+    let state = AppState::open(settings, ADMIN_TOKEN.to_owned()).await.expect("open app state");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(app::serve(listener, state, async {
         let _ = stopped.await;
@@ -131,9 +128,9 @@ async fn serve_with(edit: impl FnOnce(&mut ServeArgs)) -> Server {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_kept_alive_connection_is_closed_after_the_idle_timeout_while_a_live_stream_stays_open() {
-    let server = serve_with(|args| {
-        args.header_timeout_s = 1;
-        args.idle_timeout_s = 3;
+    let server = serve_with(|settings| {
+        settings.header_timeout = Duration::from_secs(1);
+        settings.idle_timeout = Duration::from_secs(3);
     })
     .await;
     let mut stream = TcpStream::connect(server.addr).await.expect("connect");

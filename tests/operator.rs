@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use common::{ADMIN_TOKEN, Backend, Event, Options, TestApp, assert_problem, images, upload_form};
 use confetti::app::{self, AppState};
-use confetti::config::{ServeArgs, SiteArgs};
 use confetti::db::Db;
+use confetti::settings::Settings;
 use futures_util::future::join_all;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -44,13 +44,9 @@ async fn spawn_metrics_server(metrics_bind: Option<SocketAddr>, token: Option<&s
     let data_dir = tempfile::tempdir().expect("temp dir");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let site = SiteArgs { data_dir: data_dir.path().to_path_buf(), database_url: None, public_url: None };
-    let mut args = ServeArgs::defaults(site).expect("default settings");
-    args.bind = addr;
-    args.no_demo = true;
-    args.min_free_bytes = 0;
-    args.metrics_bind = metrics_bind;
-    let mut state = AppState::open(&args, ADMIN_TOKEN.to_owned()).await.expect("open app state");
+    let settings =
+        Settings { min_free_bytes: 0, metrics_bind, ..Settings::new(data_dir.path(), &format!("http://{addr}")) };
+    let mut state = AppState::open(settings, ADMIN_TOKEN.to_owned()).await.expect("open app state");
     // The token comes from the environment in production; set here, not for the whole process.
     state.settings = Arc::new(app::Settings { metrics_token: token.map(str::to_owned), ..(*state.settings).clone() });
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

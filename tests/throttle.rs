@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::{Backend, Event, Options, TestApp, assert_problem};
-use confetti::config::{ServeArgs, SiteArgs};
 use confetti::db::Db;
+use confetti::settings::Settings;
 use futures_util::future::join_all;
 use reqwest::StatusCode;
 use serde_json::json;
@@ -250,10 +250,11 @@ async fn logging_out_ends_the_session_on_the_server(backend: Backend) {
 #[tokio::test]
 async fn an_invalid_trusted_proxy_stops_the_start_with_a_clear_message() {
     let data_dir = tempfile::tempdir().expect("temp dir");
-    let site = SiteArgs { data_dir: data_dir.path().to_path_buf(), database_url: None, public_url: None };
-    let mut args = ServeArgs::defaults(site).expect("defaults");
-    args.trusted_proxy = vec!["10.0.0.1".to_owned(), "10.0.0.0/40".to_owned()];
-    let error = confetti::app::AppState::open(&args, "admin".to_owned()).await.expect_err("refused");
+    let settings = Settings {
+        trusted_proxies: vec!["10.0.0.1".to_owned(), "10.0.0.0/40".to_owned()],
+        ..Settings::new(data_dir.path(), "http://127.0.0.1:8080")
+    };
+    let error = confetti::app::AppState::open(settings, "admin".to_owned()).await.expect_err("refused");
     let message = format!("{error:#}");
     assert!(message.contains("--trusted-proxy") && message.contains("10.0.0.0/40"), "{message}");
 }

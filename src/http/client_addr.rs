@@ -34,7 +34,7 @@ impl FromRequestParts<AppState> for ClientAddr {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(','))
             .collect::<Vec<_>>();
-        Ok(ClientAddr(state.settings.trusted_proxies.client(peer, &forwarded)))
+        Ok(ClientAddr(state.trusted_proxies.client(peer, &forwarded)))
     }
 }
 

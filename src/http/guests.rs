@@ -60,7 +60,8 @@ async fn join(
         },
         "token": token,
     });
-    let cookie = auth::session_cookie(GUEST_COOKIE, &token, auth::GUEST_COOKIE_LIFETIME, state.settings.secure_cookies);
+    let cookie =
+        auth::session_cookie(GUEST_COOKIE, &token, auth::GUEST_COOKIE_LIFETIME, state.settings.secure_cookies());
     Ok((StatusCode::CREATED, [(header::SET_COOKIE, cookie)], Json(body)).into_response())
 }
 

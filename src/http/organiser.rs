@@ -57,7 +57,7 @@ async fn login(
     let (token, digest) = auth::new_token(ORGANISER_PREFIX)?;
     state.db.insert_organiser_session(&digest, event.id, expires_at).await?;
     tracing::info!(event_id = %event.id, "organiser logged in");
-    let cookie = auth::session_cookie(ORGANISER_COOKIE, &token, lifetime, state.settings.secure_cookies);
+    let cookie = auth::session_cookie(ORGANISER_COOKIE, &token, lifetime, state.settings.secure_cookies());
     Ok((StatusCode::CREATED, [(header::SET_COOKIE, cookie)], Json(json!({ "token": token }))).into_response())
 }
 
@@ -76,6 +76,6 @@ async fn logout(
     let token = super::extract::organiser_token(&headers).ok_or(ApiError::Unauthenticated)?;
     state.db.delete_organiser_session(&auth::token_digest(token), event.id).await?;
     tracing::info!(event_id = %event.id, "organiser logged out");
-    let cookie = auth::cleared_cookie(ORGANISER_COOKIE, state.settings.secure_cookies);
+    let cookie = auth::cleared_cookie(ORGANISER_COOKIE, state.settings.secure_cookies());
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
 }

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use confetti::app::{self, AppState};
-use confetti::config::{ServeArgs, SiteArgs};
 use confetti::db::Db;
+use confetti::settings::Settings;
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
@@ -221,31 +221,26 @@ impl TestApp {
         show_server_logs();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let site = SiteArgs {
-            data_dir: data_dir.path().to_path_buf(),
+        let settings = Settings {
             database_url: database_url.as_deref().map(str::to_owned),
-            public_url: Some(format!("http://{addr}")),
+            max_upload_bytes: options.max_upload_bytes,
+            max_image_pixels: options.max_image_pixels,
+            guest_quota_bytes: options.guest_quota_bytes,
+            idempotency_lease_s: options.idempotency_lease_s,
+            idempotency_retention_s: options.idempotency_retention_s,
+            derivative_workers: options.derivative_workers,
+            header_timeout: Duration::from_secs(options.header_timeout_s),
+            body_idle_timeout: Duration::from_secs(options.body_idle_timeout_s),
+            max_connections: options.max_connections,
+            trusted_proxies: options.trusted_proxy.clone(),
+            organiser_session: Duration::from_secs(options.organiser_session_s),
+            event_storage_cap_bytes: options.event_storage_cap_bytes,
+            min_free_bytes: options.min_free_bytes,
+            ..Settings::new(data_dir.path(), &format!("http://{addr}"))
         };
-        let mut args = ServeArgs::defaults(site).expect("default settings");
-        args.bind = addr;
-        args.max_upload_bytes = options.max_upload_bytes;
-        args.max_image_pixels = options.max_image_pixels;
-        args.guest_quota_bytes = options.guest_quota_bytes;
-        args.no_demo = true;
-        args.idempotency_lease_s = options.idempotency_lease_s;
-        args.idempotency_retention_s = options.idempotency_retention_s;
-        args.derivative_workers = options.derivative_workers;
-        args.shutdown_grace_s = 5;
-        args.header_timeout_s = options.header_timeout_s;
-        args.body_idle_timeout_s = options.body_idle_timeout_s;
-        args.max_connections = options.max_connections;
-        args.trusted_proxy = options.trusted_proxy.clone();
-        args.organiser_session_s = options.organiser_session_s;
-        args.event_storage_cap_bytes = options.event_storage_cap_bytes;
-        args.min_free_bytes = options.min_free_bytes;
         let state = match options.blob_store.clone() {
-            Some(blobs) => AppState::open_with(&args, ADMIN_TOKEN.to_owned(), blobs).await,
-            None => AppState::open(&args, ADMIN_TOKEN.to_owned()).await,
+            Some(blobs) => AppState::open_with(settings, ADMIN_TOKEN.to_owned(), blobs).await,
+            None => AppState::open(settings, ADMIN_TOKEN.to_owned()).await,
         }
         .expect("open app state");
         let db = state.db.clone();
