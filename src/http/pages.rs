@@ -31,6 +31,7 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("gallery.js", JS, include_str!("../../static/gallery.js")),
     ("guest.js", JS, include_str!("../../static/guest.js")),
     ("organiser.js", JS, include_str!("../../static/organiser.js")),
+    ("retry.js", JS, include_str!("../../static/retry.js")),
 ];
 
 pub fn routes() -> Router<AppState> {
