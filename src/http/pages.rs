@@ -32,6 +32,11 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("guest.js", JS, include_str!("../../static/guest.js")),
     ("organiser.js", JS, include_str!("../../static/organiser.js")),
     ("retry.js", JS, include_str!("../../static/retry.js")),
+    ("messages.js", JS, include_str!("../../static/messages.js")),
+    ("lightbox.js", JS, include_str!("../../static/lightbox.js")),
+    ("moderation.js", JS, include_str!("../../static/moderation.js")),
+    ("slideshow.js", JS, include_str!("../../static/slideshow.js")),
+    ("retry.js", JS, include_str!("../../static/retry.js")),
 ];
 
 pub fn routes() -> Router<AppState> {
