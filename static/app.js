@@ -1,14 +1,17 @@
 // Entry point: finds out which page this is (home, a guest's event page, an organiser's),
-// loads the event and hands over to that page.
+// loads the event and hands over to that page, with the page's message area.
 
 import { h, api, ApiError, routeOf } from './util.js';
 import { t, applyStatic, toggleLang, onLangChange } from './i18n.js';
 import { guestPage } from './guest.js';
 import { organiserPage } from './organiser.js';
+import { MessageArea } from './messages.js';
 
 const main = document.getElementById('main');
 const title = document.getElementById('event-name');
 const langButton = document.getElementById('lang');
+const messages = new MessageArea();
+document.body.append(messages.el);
 
 function renderChrome() {
   applyStatic();
@@ -39,9 +42,9 @@ async function start() {
   document.title = event.name ? `${event.name} · Confetti` : 'Confetti';
   if (route.page === 'organiser') {
     document.body.classList.add('organiser');
-    await organiserPage({ slug: route.slug, event, main });
+    await organiserPage({ slug: route.slug, event, main, messages });
   } else {
-    await guestPage({ slug: route.slug, event, main });
+    await guestPage({ slug: route.slug, event, main, messages });
   }
   document.body.dataset.ready = 'true';
 }

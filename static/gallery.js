@@ -1,19 +1,12 @@
 // The gallery: a grid of thumbnails, newest first, that loads the next page (keyset cursor)
-// as one scrolls; a lightbox with the preview, likes and comments; and the live stream of new
-// and removed photos. Every user-provided string is set as text, never as HTML.
+// as one scrolls, and follows the live stream of new and removed photos; a tile opens the
+// lightbox (lightbox.js). Every user-provided string is set as text, never as HTML.
 
-import { h, api, ApiError } from './util.js';
-import { t, lang, onLangChange } from './i18n.js';
+import { h, api, ApiError, thumbUrl } from './util.js';
+import { t, onLangChange } from './i18n.js';
+import { Lightbox } from './lightbox.js';
 
 const PAGE = 30;
-
-/** The best image for a tile or the lightbox: derivatives once they exist, else the original. */
-export function thumbUrl(u) {
-  return u.urls?.thumb || u.urls?.preview || u.urls?.original;
-}
-export function previewUrl(u) {
-  return u.urls?.preview || u.urls?.original;
-}
 
 /** Newest first: ids are time-ordered UUIDs; created_at breaks ties with other id schemes. */
 function newer(a, b) {
@@ -28,9 +21,11 @@ export class Gallery {
    * @param {HTMLElement} o.root where the grid goes
    * @param {() => ({guestId?: string, organiser?: boolean})} o.viewer who is looking
    * @param {(upload) => void} [o.onDeleted]
+   * @param {import('./messages.js').MessageArea} o.messages the page's, for what outlives the lightbox
    */
-  constructor({ slug, root, viewer, onDeleted }) {
+  constructor({ slug, root, viewer, onDeleted, messages }) {
     this.slug = slug;
+    this.messages = messages;
     this.viewer = viewer;
     this.onDeleted = onDeleted || (() => {});
     this.uploads = new Map();
@@ -250,187 +245,5 @@ export class Gallery {
     const ids = this.filterMine ? this.order.filter((x) => this.isMine(this.uploads.get(x))) : this.order;
     const i = ids.indexOf(id);
     return i < 0 ? null : ids[i + step] ?? null;
-  }
-}
-
-function time(iso) {
-  try {
-    return new Date(iso).toLocaleString(lang(), { weekday: 'short', hour: '2-digit', minute: '2-digit' });
-  } catch {
-    return iso;
-  }
-}
-
-/** One photo large, with who took it, its caption, likes and comments. */
-class Lightbox {
-  constructor(gallery) {
-    this.gallery = gallery;
-    this.current = null;
-    this.dialog = h('dialog', { class: 'lightbox', 'aria-label': 'Photo' });
-    this.dialog.addEventListener('close', () => {
-      this.current = null;
-    });
-    this.dialog.addEventListener('click', (e) => {
-      if (e.target === this.dialog) this.close();
-    });
-    this.dialog.addEventListener('keydown', (e) => {
-      if (e.key === 'ArrowLeft') this.step(-1);
-      if (e.key === 'ArrowRight') this.step(1);
-    });
-    document.body.append(this.dialog);
-  }
-
-  open(id) {
-    this.current = id;
-    this.render(this.gallery.uploads.get(id));
-    if (!this.dialog.open) this.dialog.showModal();
-    this.loadComments(id);
-    // The loaded page may have ended: fetch more for "next".
-    if (!this.gallery.neighbour(id, 1)) this.gallery.loadMore();
-  }
-
-  close() {
-    if (this.dialog.open) this.dialog.close();
-    this.current = null;
-  }
-
-  step(delta) {
-    const next = this.current && this.gallery.neighbour(this.current, delta);
-    if (next) this.open(next);
-  }
-
-  refresh(u) {
-    if (this.current !== u.id) return;
-    const img = this.dialog.querySelector('.lightbox-img');
-    if (img && img.getAttribute('src') !== previewUrl(u)) img.src = previewUrl(u);
-    this.renderLikes(u);
-  }
-
-  render(u) {
-    const viewer = this.gallery.viewer();
-    const mine = this.gallery.isMine(u);
-    this.likeButton = h('button', { type: 'button', class: 'like', 'data-action': 'like', onclick: () => this.toggleLike() });
-    this.comments = h('ul', { class: 'comments', 'data-testid': 'comments' });
-    const input = h('input', { name: 'text', type: 'text', maxlength: 1000, required: true, autocomplete: 'off', placeholder: t('comment_placeholder'), 'aria-label': t('comment_placeholder') });
-    const form = h('form', { class: 'comment-form', onsubmit: (e) => this.comment(e, input) }, input, h('button', { type: 'submit' }, t('send')));
-    const actions = h('div', { class: 'lightbox-actions' });
-    if (viewer.guestId) actions.append(this.likeButton);
-    if (viewer.organiser) {
-      actions.append(
-        h('button', { type: 'button', class: 'secondary', 'data-action': 'hide', onclick: () => this.setHidden(u.id, u.status !== 'hidden') }, u.status === 'hidden' ? t('unhide') : t('hide')),
-      );
-    }
-    if (mine || viewer.organiser) {
-      actions.append(h('button', { type: 'button', class: 'danger', 'data-action': 'delete', onclick: () => this.remove(u.id) }, t('delete')));
-    }
-    this.dialog.replaceChildren(
-      h(
-        'div',
-        { class: 'lightbox-frame' },
-        h('div', { class: 'lightbox-top' },
-          h('button', { type: 'button', class: 'icon', 'aria-label': t('previous'), onclick: () => this.step(-1) }, '‹'),
-          h('button', { type: 'button', class: 'icon', 'aria-label': t('next'), onclick: () => this.step(1) }, '›'),
-          h('button', { type: 'button', class: 'icon close', 'data-action': 'close', 'aria-label': t('close'), onclick: () => this.close() }, '✕'),
-        ),
-        h('img', { class: 'lightbox-img', src: previewUrl(u), alt: u.caption || u.filename }),
-        h(
-          'div',
-          { class: 'lightbox-info' },
-          h('p', { class: 'who' }, h('strong', {}, t('by', { name: u.guest?.display_name ?? '' })), ' · ', time(u.created_at)),
-          u.caption ? h('p', { class: 'caption' }, u.caption) : null,
-          actions,
-          h('h3', {}, t('comments')),
-          this.comments,
-          viewer.guestId ? form : null,
-        ),
-      ),
-    );
-    this.renderLikes(u);
-  }
-
-  renderLikes(u) {
-    if (!this.likeButton) return;
-    this.likeButton.setAttribute('aria-pressed', u.liked_by_me ? 'true' : 'false');
-    this.likeButton.replaceChildren(h('span', { class: 'heart', 'aria-hidden': 'true' }, u.liked_by_me ? '♥' : '♡'), ` ${t('like')} · `, h('span', { class: 'like-count' }, String(u.likes ?? 0)));
-  }
-
-  async toggleLike() {
-    const u = this.gallery.uploads.get(this.current);
-    if (!u) return;
-    const want = !u.liked_by_me;
-    // Shown at once; the server's answer corrects it.
-    const optimistic = { ...u, liked_by_me: want, likes: Math.max(0, (u.likes ?? 0) + (want ? 1 : -1)) };
-    this.gallery.upsert(optimistic);
-    try {
-      const r = await api(want ? 'PUT' : 'DELETE', `/api/v1/uploads/${u.id}/like`);
-      this.gallery.upsert({ ...optimistic, likes: r.likes, liked_by_me: r.liked_by_me });
-    } catch (e) {
-      console.warn('like failed', e);
-      this.gallery.upsert(u);
-    }
-  }
-
-  async loadComments(id) {
-    try {
-      const r = await api('GET', `/api/v1/uploads/${id}/comments`);
-      if (this.current !== id) return;
-      this.renderComments(r.items || []);
-    } catch (e) {
-      if (this.current === id) this.renderComments([]);
-    }
-  }
-
-  renderComments(items) {
-    this.comments.replaceChildren(
-      ...(items.length
-        ? items.map((c) => h('li', { class: 'comment', 'data-comment-id': c.id }, h('strong', {}, c.guest?.display_name ?? ''), ' ', h('span', { class: 'comment-text' }, c.text)))
-        : [h('li', { class: 'muted' }, t('no_comments'))]),
-    );
-  }
-
-  async comment(e, input) {
-    e.preventDefault();
-    const text = input.value.trim();
-    const id = this.current;
-    if (!text || !id) return;
-    input.disabled = true;
-    try {
-      await api('POST', `/api/v1/uploads/${id}/comments`, { text });
-      input.value = '';
-      const u = this.gallery.uploads.get(id);
-      if (u) this.gallery.upsert({ ...u, comments: (u.comments ?? 0) + 1 });
-      await this.loadComments(id);
-    } catch (err) {
-      alert(err.message);
-    } finally {
-      input.disabled = false;
-      input.focus();
-    }
-  }
-
-  async setHidden(id, hidden) {
-    try {
-      const u = await api('PATCH', `/api/v1/uploads/${id}`, { hidden });
-      this.gallery.upsert(u);
-      this.render(u);
-      this.loadComments(id);
-    } catch (err) {
-      alert(err.message);
-    }
-  }
-
-  async remove(id) {
-    if (!confirm(t('confirm_delete'))) return;
-    try {
-      await api('DELETE', `/api/v1/uploads/${id}`);
-    } catch (err) {
-      if (!(err instanceof ApiError && err.status === 404)) {
-        alert(err.message);
-        return;
-      }
-    }
-    const u = this.gallery.uploads.get(id);
-    this.gallery.remove(id);
-    this.gallery.onDeleted(u);
   }
 }

@@ -1,14 +1,16 @@
 // The organiser's page for one event: log in with the event's password, show the QR code of
 // the join link, open or close uploads, set the guests' quota, moderate (hide, delete),
-// download everything as a ZIP, and run a full-screen live slideshow.
+// download everything as a ZIP, and run the full-screen live slideshow (slideshow.js).
 
 import { h, api, ApiError } from './util.js';
 import { t, onLangChange } from './i18n.js';
-import { Gallery, previewUrl } from './gallery.js';
+import { Gallery } from './gallery.js';
+import { Slideshow } from './slideshow.js';
+import { errorText } from './messages.js';
 
 const MB = 1024 * 1024;
 
-export async function organiserPage({ slug, event, main }) {
+export async function organiserPage({ slug, event, main, messages }) {
   let current = event;
   const loginSection = h('section', { class: 'card login', hidden: true });
   const dashboard = h('section', { class: 'dashboard', hidden: true });
@@ -30,9 +32,7 @@ export async function organiserPage({ slug, event, main }) {
       current = await api('GET', `/api/v1/events/${encodeURIComponent(slug)}`);
       showDashboard();
     } catch (err) {
-      const s = Math.ceil((err.retryAfter ?? 0) / 1000) || err.problem?.retry_after_s || '';
-      const key = err instanceof ApiError ? `err_${err.code}` : 'err_network';
-      loginError.textContent = t(key, { s }) !== key ? t(key, { s }) : err.message;
+      loginError.textContent = errorText(err);
       loginError.hidden = false;
     } finally {
       loginButton.disabled = false;
@@ -67,7 +67,7 @@ export async function organiserPage({ slug, event, main }) {
     } catch (err) {
       // Already ended or expired: the page shows the login either way.
       if (!(err instanceof ApiError) || err.status !== 401) {
-        settingsNote.textContent = err.message;
+        settingsNote.textContent = errorText(err);
         labels.logout.disabled = false;
         return;
       }
@@ -97,7 +97,7 @@ export async function organiserPage({ slug, event, main }) {
       current = await api('PATCH', `/api/v1/events/${encodeURIComponent(slug)}`, patch);
       settingsNote.textContent = t('saved');
     } catch (err) {
-      settingsNote.textContent = err.message;
+      settingsNote.textContent = errorText(err);
     }
     renderDashboard();
   }
@@ -136,7 +136,7 @@ export async function organiserPage({ slug, event, main }) {
     dashboard.hidden = false;
     qr.src = `/e/${encodeURIComponent(slug)}/qr.svg`;
     if (!gallery) {
-      gallery = new Gallery({ slug, root: galleryRoot, viewer: () => ({ organiser: true }) });
+      gallery = new Gallery({ slug, root: galleryRoot, viewer: () => ({ organiser: true }), messages });
       gallery.onChange(() => renderDashboard());
       gallery.loadMore();
       gallery.live((u) => slideshow.arrived(u));
@@ -158,77 +158,5 @@ export async function organiserPage({ slug, event, main }) {
   else {
     loginSection.hidden = false;
     password.focus();
-  }
-}
-
-/** Full screen, one photo at a time, the newest arrivals first, then round again. */
-class Slideshow {
-  constructor(gallery) {
-    this.gallery = gallery;
-    this.el = h('div', { class: 'slideshow', hidden: true, 'data-testid': 'slideshow' });
-    this.img = h('img', { alt: '' });
-    this.caption = h('p', { class: 'slide-caption' });
-    this.empty = h('p', { class: 'slide-empty' });
-    this.el.append(this.img, this.caption, this.empty);
-    this.el.addEventListener('click', () => this.stop());
-    document.addEventListener('keydown', (e) => {
-      if (e.key === 'Escape' && !this.el.hidden) this.stop();
-    });
-    document.addEventListener('fullscreenchange', () => {
-      if (!document.fullscreenElement && !this.el.hidden) this.stop();
-    });
-    document.body.append(this.el);
-    this.fresh = [];
-    this.index = 0;
-    this.timer = null;
-  }
-
-  ready() {
-    const g = this.gallery();
-    return g ? g.order.map((id) => g.uploads.get(id)).filter((u) => u && u.status === 'ready' && previewUrl(u)) : [];
-  }
-
-  start() {
-    this.el.hidden = false;
-    this.index = 0;
-    this.el.requestFullscreen?.().catch(() => {});
-    this.next();
-  }
-
-  stop() {
-    clearTimeout(this.timer);
-    this.el.hidden = true;
-    if (document.fullscreenElement) document.exitFullscreen().catch(() => {});
-  }
-
-  /** A photo that just became ready jumps the line. */
-  arrived(u) {
-    if (this.el.hidden) return;
-    this.fresh.push(u);
-    if (this.fresh.length === 1) this.next();
-  }
-
-  next() {
-    clearTimeout(this.timer);
-    if (this.el.hidden) return;
-    const g = this.gallery();
-    let u = this.fresh.shift();
-    // Hidden or deleted since it arrived: skip it.
-    while (u && g?.uploads.get(u.id)?.status !== 'ready') u = this.fresh.shift();
-    if (!u) {
-      const all = this.ready();
-      if (all.length) {
-        u = all[this.index % all.length];
-        this.index += 1;
-      }
-    }
-    this.empty.textContent = u ? '' : t('slideshow_empty');
-    this.empty.hidden = Boolean(u);
-    if (u) {
-      this.img.src = previewUrl(u);
-      this.img.dataset.uploadId = u.id;
-      this.caption.textContent = [u.guest?.display_name, u.caption].filter(Boolean).join(' · ');
-    }
-    this.timer = setTimeout(() => this.next(), 6000);
   }
 }

@@ -8,7 +8,8 @@
 //        last_error, problem, final, next_at, created_at, fingerprint}
 // state: queued | uploading | done | failed. `final` failures wait for the retry button.
 
-import { uuid, retryAfterMs } from './util.js';
+import { uuid } from './util.js';
+import { BACKGROUND, isTemporary, retryDelay, retryAfterMs } from './retry.js';
 
 const DB_NAME = 'confetti';
 const DB_VERSION = 1;
@@ -19,8 +20,6 @@ const SENT = 'sent';
 const SENT_KEEP_MS = 7 * 24 * 3600 * 1000;
 
 const PARALLEL = 2;
-const BACKOFF_BASE_MS = 1000;
-const BACKOFF_MAX_MS = 60_000;
 // An upload that moves no byte for this long is taken for dead and retried (same key).
 const STALL_MS = 60_000;
 
@@ -68,12 +67,6 @@ function getAll(index, key) {
 
 export function fingerprint(file) {
   return `${file.name}|${file.size}|${file.lastModified || 0}`;
-}
-
-/** Exponential backoff with full jitter: attempt n waits up to base·2^(n−1), capped. */
-export function backoffMs(attempts) {
-  const ceiling = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, Math.min(attempts - 1, 10)));
-  return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
 export class UploadQueue {
@@ -268,7 +261,7 @@ export class UploadQueue {
       await this.attempt(item);
     } catch (e) {
       console.error('upload attempt failed unexpectedly', e);
-      this.retryLater(item, 'network', null);
+      await this.retryLater(item, 'network', { status: 0 });
     } finally {
       this.active -= 1;
       this.pump();
@@ -299,7 +292,7 @@ export class UploadQueue {
         headers: { Accept: 'application/json' },
       });
     } catch {
-      this.retryLater(item, 'network', null);
+      await this.retryLater(item, 'network', { status: 0 });
       return 'stop';
     }
     if (response.status === 200) {
@@ -362,10 +355,10 @@ export class UploadQueue {
     });
   }
 
+  /** Ends one try: done, the session gone, another try later (as the retry policy says), or a refusal for good. */
   async settle(item, { status, problem, retryAfter, replayed }) {
     const code = problem?.code;
     if (status === 200 || status === 201) return this.done(item, problem, replayed || status === 200);
-    if (status === 0) return this.retryLater(item, 'network', null);
     if (status === 401) {
       item.state = 'queued';
       item.next_at = 0;
@@ -375,10 +368,12 @@ export class UploadQueue {
       this.onUnauthenticated();
       return;
     }
-    if (status === 409 && code === 'idempotency_key_in_flight') return this.retryLater(item, code, retryAfter, problem);
-    if (status === 429 || status === 408 || status >= 500) return this.retryLater(item, code || `http_${status}`, retryAfter, problem, status);
+    const failure = { status, code, retryAfterMs: retryAfterMs(retryAfter) };
+    if (status === 0) return this.retryLater(item, 'network', failure);
+    const label = code || `http_${status}`;
+    if (isTemporary(failure)) return this.retryLater(item, label, failure, problem);
     // 400, 403, 409 (another guest's key), 410, 413, 415, 422: sending again would not help.
-    return this.fail(item, code || `http_${status}`, problem || { status });
+    return this.fail(item, label, problem || { status });
   }
 
   async done(item, upload, already) {
@@ -412,12 +407,16 @@ export class UploadQueue {
     this.onDone(item);
   }
 
-  async retryLater(item, code, retryAfter, problem = null, status = 0) {
-    const wait = Math.max(retryAfterMs(retryAfter) ?? 0, backoffMs(Math.max(1, item.attempts)));
+  /**
+   * Waits for the next try. The retry policy says how long; the queue never gives up on a
+   * temporary failure (offline, the `online` event sends it at once).
+   */
+  async retryLater(item, code, failure, problem = null) {
+    const wait = retryDelay(BACKGROUND, item.attempts, failure) ?? 0;
     item.state = navigator.onLine === false ? 'queued' : 'failed';
     item.final = false;
     item.last_error = code;
-    item.problem = problem || { status };
+    item.problem = problem || { status: failure.status };
     item.next_at = Date.now() + wait;
     this.onChange(item);
     await this.save(item);

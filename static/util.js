@@ -1,5 +1,8 @@
 // Small helpers every part of the page shares: building DOM (text only, never HTML),
-// UUIDs that work outside secure contexts, byte formatting, and the JSON API client.
+// UUIDs that work outside secure contexts, byte formatting, the JSON API client, and what the
+// device remembers.
+
+import { INTERACTIVE, retryDelay, retryAfterMs } from './retry.js';
 
 /** Builds an element. Children that are strings become text nodes, so user text is never HTML. */
 export function h(tag, attrs = {}, ...children) {
@@ -59,43 +62,41 @@ export class ApiError extends Error {
   }
 }
 
-/** Parses a `Retry-After` header (seconds or an HTTP date) into milliseconds, or null. */
-export function retryAfterMs(value) {
-  if (!value) return null;
-  const s = Number(value);
-  if (Number.isFinite(s)) return Math.max(0, s * 1000);
-  const at = Date.parse(value);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : null;
+/** What a failed answer says to the retry policy: its status, its problem's code, its Retry-After. */
+async function failureOf(response) {
+  const problem = await response.clone().json().catch(() => null);
+  return { status: response.status, code: problem?.code, retryAfterMs: retryAfterMs(response.headers.get('Retry-After')) };
 }
 
 /**
  * Calls the JSON API with the page's cookies. Writes carry an `Idempotency-Key` made once per
- * call, and a write whose answer was lost is sent once more with the same key: the server
- * answers the repeat with the first answer instead of doing the work twice.
+ * call and kept for every try, so a write whose answer was lost is sent again without the work
+ * being done twice: the server answers the repeat with the first answer. Temporary failures
+ * are tried again as the retry policy says (`INTERACTIVE` unless `policy` is given).
  */
-export async function api(method, path, body) {
+export async function api(method, path, body, { policy = INTERACTIVE } = {}) {
   const write = method !== 'GET' && method !== 'HEAD';
   const headers = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (write) headers['Idempotency-Key'] = uuid();
   const init = { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) };
   let response;
-  for (let attempt = 0; ; attempt += 1) {
+  for (let attempts = 1; ; attempts += 1) {
+    let failure;
     try {
       response = await fetch(path, init);
+      if (response.ok) break;
+      failure = await failureOf(response);
     } catch (e) {
-      if (write && attempt === 0) continue;
-      throw new ApiError(0, { detail: String(e) });
+      response = null;
+      failure = { status: 0, detail: String(e) };
     }
-    if (write && attempt === 0 && response.status === 409) {
-      const wait = retryAfterMs(response.headers.get('Retry-After'));
-      const problem = await response.clone().json().catch(() => null);
-      if (problem?.code === 'idempotency_key_in_flight') {
-        await new Promise((r) => setTimeout(r, Math.min(wait ?? 1000, 5000)));
-        continue;
-      }
+    const wait = retryDelay(policy, attempts, failure);
+    if (wait === null) {
+      if (!response) throw new ApiError(0, { detail: failure.detail });
+      break;
     }
-    break;
+    await new Promise((r) => setTimeout(r, wait));
   }
   if (response.status === 204) return null;
   const text = await response.text();
@@ -107,6 +108,32 @@ export async function api(method, path, body) {
   }
   if (!response.ok) throw new ApiError(response.status, data, retryAfterMs(response.headers.get('Retry-After')));
   return data;
+}
+
+/** Reads what this device remembers (null when storage is unavailable, as in private mode). */
+export function remembered(key) {
+  try {
+    return localStorage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+/** Remembers on this device if it can; a page without storage just forgets. */
+export function remember(key, value) {
+  try {
+    localStorage.setItem(key, value);
+  } catch {
+    // Private mode: the cookie still keeps the guest joined.
+  }
+}
+
+/** The best image for a tile or the lightbox: derivatives once they exist, else the original. */
+export function thumbUrl(u) {
+  return u.urls?.thumb || u.urls?.preview || u.urls?.original;
+}
+export function previewUrl(u) {
+  return u.urls?.preview || u.urls?.original;
 }
 
 /** The slug in `/e/{slug}` or `/e/{slug}/organiser`, or null on other pages. */

@@ -31,6 +31,15 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("gallery.js", JS, include_str!("../../static/gallery.js")),
     ("guest.js", JS, include_str!("../../static/guest.js")),
     ("organiser.js", JS, include_str!("../../static/organiser.js")),
+    ("retry.js", JS, include_str!("../../static/retry.js")),
+    ("messages.js", JS, include_str!("../../static/messages.js")),
+    ("upload-view.js", JS, include_str!("../../static/upload-view.js")),
+    ("quota-view.js", JS, include_str!("../../static/quota-view.js")),
+    ("join-view.js", JS, include_str!("../../static/join-view.js")),
+    ("gallery-view.js", JS, include_str!("../../static/gallery-view.js")),
+    ("lightbox.js", JS, include_str!("../../static/lightbox.js")),
+    ("moderation.js", JS, include_str!("../../static/moderation.js")),
+    ("slideshow.js", JS, include_str!("../../static/slideshow.js")),
 ];
 
 pub fn routes() -> Router<AppState> {

@@ -50,8 +50,8 @@ test('a guest deletes their own photo from "my photos" and gets the quota back',
     await waitForItems(page, 1, 'done');
     await page.locator('button[data-filter=mine]').click();
     await page.locator('[data-testid=gallery] .tile[data-mine=true] .tile-open').click();
-    page.once('dialog', (d) => d.accept());
     await page.locator('dialog.lightbox[open] button[data-action=delete]').click();
+    await page.locator('dialog.lightbox[open] [data-testid=confirm] button[data-action=confirm]').click();
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile').length === 0);
     await page.waitForFunction(() => document.querySelector('[data-testid=quota]').dataset.usedBytes === '0');
     assert.equal((await f.server.uploads(event)).length, 0);

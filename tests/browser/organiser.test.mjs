@@ -96,9 +96,9 @@ test('organiser: the live slideshow shows a guest’s new photo; hide and delete
     await page.click('dialog.lightbox[open] button[data-action=hide]');
     await page.waitForFunction(() => document.querySelector('[data-testid=gallery] .tile')?.dataset.status === 'hidden');
     await page.click('dialog.lightbox[open] button[data-action=close]');
-    page.once('dialog', (d) => d.accept());
     await page.locator('[data-testid=gallery] .tile-open').nth(1).click();
     await page.click('dialog.lightbox[open] button[data-action=delete]');
+    await page.click('dialog.lightbox[open] [data-testid=confirm] button[data-action=confirm]');
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile').length === 1);
     const rows = await f.server.uploads(event);
     assert.equal(rows.length, 1);

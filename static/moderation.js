@@ -1,0 +1,54 @@
+// The controls that change a photo for everyone: its organiser hides it (or shows it again), and
+// its uploader or organiser deletes it. Deleting is final, so it is asked in place first; a
+// refusal is said in the page's message area.
+
+import { h, api, ApiError } from './util.js';
+import { t } from './i18n.js';
+import { confirmInPlace, errorText } from './messages.js';
+
+/**
+ * The organiser's Hide / Show button.
+ * @param {object} upload the photo as the server last described it
+ * @param {{messages: import('./messages.js').MessageArea, onChanged: (upload) => void}} o
+ */
+export function hideButton(upload, { messages, onChanged }) {
+  const hide = upload.status !== 'hidden';
+  const button = h('button', { type: 'button', class: 'secondary', 'data-action': 'hide' }, hide ? t('hide') : t('unhide'));
+  button.addEventListener('click', async () => {
+    button.disabled = true;
+    try {
+      onChanged(await api('PATCH', `/api/v1/uploads/${upload.id}`, { hidden: hide }));
+    } catch (err) {
+      messages.error(() => errorText(err));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
+/**
+ * The Delete button of one's own photo (or, for the organiser, any photo): asks in place, then
+ * deletes. A photo already gone counts as deleted.
+ * @param {object} upload
+ * @param {{messages: import('./messages.js').MessageArea, onDeleted: () => void}} o
+ */
+export function deleteButton(upload, { messages, onDeleted }) {
+  const button = h('button', { type: 'button', class: 'danger', 'data-action': 'delete' }, t('delete'));
+  button.addEventListener('click', async () => {
+    if (!(await confirmInPlace(button, { question: t('confirm_delete'), confirm: t('delete') }))) return;
+    button.disabled = true;
+    try {
+      await api('DELETE', `/api/v1/uploads/${upload.id}`);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 404)) {
+        messages.error(() => errorText(err));
+        button.disabled = false;
+        button.focus();
+        return;
+      }
+    }
+    onDeleted();
+  });
+  return button;
+}
