@@ -18,7 +18,7 @@ use crate::db::Db;
 use crate::error::ApiError;
 use crate::http::client_addr::TrustedProxies;
 use crate::jobs::blob_jobs::BlobJobs;
-use crate::jobs::derivatives::DerivativeQueue;
+use crate::jobs::derivatives::{DerivativeQueue, DerivativeWorkers};
 use crate::live::LiveHub;
 use crate::throttle::Throttle;
 
@@ -72,6 +72,21 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// The derivative workers, with what they use of this state.
+    pub fn derivative_workers(&self) -> DerivativeWorkers {
+        DerivativeWorkers {
+            db: self.db.clone(),
+            blobs: self.blobs.clone(),
+            blocking: self.blocking.clone(),
+            queue: Arc::clone(&self.derivatives),
+            live: Arc::clone(&self.live),
+            blob_jobs: self.blob_jobs.clone(),
+            max_image_pixels: self.settings.max_image_pixels,
+        }
+    }
+}
+
 pub fn router(state: AppState) -> Router {
     // Outermost first: panics become a 500 problem, then every request is traced
     // (the span names the route template, never the raw path with its ids), then every
@@ -102,10 +117,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let shutdown = crate::http::system::spawn_metrics_listener(&state, shutdown).await;
-    crate::jobs::orphans::spawn_sweep(state.clone());
+    crate::jobs::orphans::spawn_sweep(state.db.clone(), state.blobs.clone());
     crate::jobs::idempotency_keys::spawn_sweep(state.clone());
-    crate::jobs::live_feed::spawn_sweep(state.clone());
-    crate::jobs::derivatives::spawn_workers(state.clone(), state.settings.derivative_workers.unwrap_or(1));
+    crate::jobs::live_feed::spawn_sweep(state.db.clone());
+    state.derivative_workers().spawn(state.settings.derivative_workers.unwrap_or(1));
     state.blob_jobs.spawn_workers(1);
     let live = Arc::clone(&state.live);
     let db = state.db.clone();

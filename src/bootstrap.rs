@@ -10,11 +10,13 @@ use anyhow::Context;
 use qrcode::QrCode;
 use qrcode::render::unicode::Dense1x2;
 
-use crate::app::AppState;
 use crate::auth;
+use crate::blocking::Blocking;
+use crate::db::Db;
 use crate::db::events::EventRow;
 use crate::domain::{EventName, OrganiserPassword};
 use crate::events::{NewEvent, create_event, join_url};
+use crate::settings::Settings;
 
 /// The configured public URL, or one phones on the same network can reach: this machine's
 /// LAN address when bound to all interfaces, else the bound address.
@@ -95,23 +97,23 @@ pub fn narrow(path: &Path, mode: u32) {
 }
 
 /// On a database without events, creates one so the first start gives a working gallery.
-pub async fn ensure_demo_event(state: &AppState) -> anyhow::Result<()> {
-    if state.db.count_events().await? > 0 {
+pub async fn ensure_demo_event(db: &Db, blocking: &Blocking, settings: &Settings) -> anyhow::Result<()> {
+    if db.count_events().await? > 0 {
         return Ok(());
     }
     let password = auth::random_string(9)?;
     let event = create_event(
-        &state.db,
-        &state.blocking,
+        db,
+        blocking,
         NewEvent {
             name: EventName::parse("Demo event")?,
             password: OrganiserPassword::parse(&password)?,
-            guest_quota_bytes: state.settings.guest_quota_bytes,
-            storage_cap_bytes: state.settings.event_storage_cap_bytes,
+            guest_quota_bytes: settings.guest_quota_bytes,
+            storage_cap_bytes: settings.event_storage_cap_bytes,
         },
     )
     .await?;
-    print_event(&state.settings.public_url, &event, Some(&password));
+    print_event(&settings.public_url, &event, Some(&password));
     Ok(())
 }
 

@@ -104,7 +104,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let admin_token = bootstrap::admin_token(admin_token_from_env(), &args.site.data_dir)?;
     let state = AppState::open(args.settings(), admin_token).await?;
     if !args.no_demo {
-        bootstrap::ensure_demo_event(&state).await?;
+        bootstrap::ensure_demo_event(&state.db, &state.blocking, &state.settings).await?;
     }
     let listener = tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("binding {}", args.bind))?;
     tracing::info!(bind = %args.bind, public_url = %state.settings.public_url, database = state.db.backend(), "Confetti is serving");

@@ -116,9 +116,9 @@ async fn the_sweep_deletes_final_blobs_no_upload_accounts_for(backend: Backend) 
         std::fs::write(&path, b"left behind").expect("stray blob");
     }
 
-    let young = sweep(&app.state, Duration::from_secs(3600)).await.expect("sweep");
+    let young = sweep(&app.db, &app.state.blobs, Duration::from_secs(3600)).await.expect("sweep");
     assert_eq!(young, (0, 0), "young blobs are left alone");
-    let (finalized, deleted) = sweep(&app.state, Duration::ZERO).await.expect("sweep");
+    let (finalized, deleted) = sweep(&app.db, &app.state.blobs, Duration::ZERO).await.expect("sweep");
     assert_eq!((finalized, deleted), (0, 3));
     let left = relative(&blobs, all_files(&blobs));
     assert_eq!(left.len(), 3, "the kept photo's original and derivatives: {left:?}");

@@ -439,7 +439,7 @@ async fn the_sweep_deletes_a_temporary_blob_that_has_no_upload(backend: Backend)
         let crashed = temp_path(&app, Uuid::now_v7());
         write_file(&crashed, &images::jpeg(32, 32));
 
-        let (finalized, deleted) = sweep(&app.state, Duration::ZERO).await.expect("sweep");
+        let (finalized, deleted) = sweep(&app.db, &app.state.blobs, Duration::ZERO).await.expect("sweep");
         assert_eq!((finalized, deleted), (0, 1));
         assert!(!crashed.exists(), "the orphan is deleted");
         assert_eq!(app.blob_files(), Vec::<PathBuf>::new());
@@ -466,7 +466,7 @@ async fn the_sweep_moves_a_committed_upload_left_in_temporary_storage_to_its_fin
         std::fs::create_dir_all(temp.parent().expect("parent")).expect("tmp dir");
         std::fs::rename(&original, &temp).expect("put the blob back in tmp/");
 
-        let (finalized, deleted) = sweep(&app.state, Duration::ZERO).await.expect("sweep");
+        let (finalized, deleted) = sweep(&app.db, &app.state.blobs, Duration::ZERO).await.expect("sweep");
         assert_eq!((finalized, deleted), (1, 0));
         assert!(!temp.exists(), "no longer temporary");
         assert_eq!(app.blob_files(), vec![original.clone()]);
@@ -508,7 +508,7 @@ async fn the_sweep_deletes_a_temporary_blob_of_a_deleted_upload(backend: Backend
         let temp = temp_path(&app, id);
         write_file(&temp, &photo);
 
-        assert_eq!(sweep(&app.state, Duration::ZERO).await.expect("sweep"), (0, 1));
+        assert_eq!(sweep(&app.db, &app.state.blobs, Duration::ZERO).await.expect("sweep"), (0, 1));
         assert_eq!(app.blob_files(), Vec::<PathBuf>::new(), "nothing resurrected");
         app.stop().await;
     })
@@ -532,12 +532,12 @@ async fn the_sweep_leaves_temporary_blobs_younger_than_the_minimum_age_alone(bac
         let arriving = temp_path(&app, Uuid::now_v7());
         write_file(&arriving, &images::jpeg(32, 32));
 
-        let young = sweep(&app.state, Duration::from_secs(3600)).await.expect("sweep");
+        let young = sweep(&app.db, &app.state.blobs, Duration::from_secs(3600)).await.expect("sweep");
         assert_eq!(young, (0, 0), "nothing is old enough");
         assert!(committed.exists() && arriving.exists());
         assert!(!original.exists());
 
-        let old = sweep(&app.state, Duration::ZERO).await.expect("sweep");
+        let old = sweep(&app.db, &app.state.blobs, Duration::ZERO).await.expect("sweep");
         assert_eq!(old, (1, 1), "both were only waiting for their age");
         assert_eq!(app.blob_files(), vec![original]);
         app.stop().await;

@@ -15,13 +15,15 @@ use bytes::Bytes;
 use chrono::Utc;
 use tokio::sync::Notify;
 
-use crate::app::AppState;
-use crate::blobs::BlobKey;
+use crate::blobs::{BlobKey, BlobStore};
+use crate::blocking::Blocking;
+use crate::db::Db;
 use crate::db::blob_jobs::BlobJobKind;
 use crate::db::derivatives::ClaimedJob;
 use crate::db::live::LiveKind;
 use crate::domain::UploadStatus;
 use crate::jobs::blob_jobs::BlobJobs;
+use crate::live::LiveHub;
 use crate::media::{self, ProbeError, Sniffer};
 
 /// How often an idle worker looks for jobs queued by another instance (its own instance
@@ -61,34 +63,6 @@ impl DerivativeQueue {
     }
 }
 
-/// Starts `workers` workers (0: this instance makes no derivatives; another one sharing the
-/// database does).
-pub fn spawn_workers(state: AppState, workers: usize) {
-    for _ in 0..workers {
-        tokio::spawn(work(state.clone()));
-    }
-}
-
-async fn work(state: AppState) {
-    let queue = Arc::clone(&state.derivatives);
-    while !state.db.is_closed() {
-        let lease_until = Utc::now() + queue.lease;
-        match state.db.claim_derivative_job(lease_until).await {
-            Ok(Some(job)) => run(&state, job).await,
-            Ok(None) => {
-                tokio::select! {
-                    () = queue.wake.notified() => {}
-                    () = tokio::time::sleep(POLL) => {}
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "could not claim a derivative job");
-                tokio::time::sleep(POLL).await;
-            }
-        }
-    }
-}
-
 /// How one job ended.
 enum Outcome {
     Ready,
@@ -98,52 +72,142 @@ enum Outcome {
     Gone,
 }
 
-#[tracing::instrument(skip_all, fields(upload_id = %job.upload_id, attempt = job.attempts))]
-async fn run(state: &AppState, job: ClaimedJob) {
-    if job.attempts > MAX_ATTEMPTS {
-        let outcome = Outcome::Undecodable(format!("given up after {MAX_ATTEMPTS} attempts"));
-        if let Err(e) = finish(state, &job, &outcome).await {
-            tracing::warn!(error = %e, "could not finish a derivative job; its lease will end");
+/// The workers, with what they use.
+#[derive(Clone, Debug)]
+pub struct DerivativeWorkers {
+    pub db: Db,
+    pub blobs: BlobStore,
+    pub blocking: Blocking,
+    pub queue: Arc<DerivativeQueue>,
+    pub live: Arc<LiveHub>,
+    pub blob_jobs: BlobJobs,
+    pub max_image_pixels: u64,
+}
+
+impl DerivativeWorkers {
+    /// Starts `workers` workers (0: this instance makes no derivatives; another one sharing the
+    /// database does).
+    pub fn spawn(&self, workers: usize) {
+        for _ in 0..workers {
+            let worker = self.clone();
+            tokio::spawn(async move { worker.work().await });
         }
-        return;
     }
-    let outcome = match make(state, &job).await {
-        Ok(outcome) => outcome,
-        Err(e) if job.attempts < MAX_ATTEMPTS => {
-            let backoff = Duration::from_secs(5 << job.attempts.clamp(0, 10)).min(MAX_BACKOFF);
-            tracing::warn!(error = %e, retry_in_s = backoff.as_secs(), "derivatives failed; will retry");
-            if let Err(e) = state.db.retry_derivative_job(&job, Utc::now() + backoff, &format!("{e:#}")).await {
-                tracing::warn!(error = %e, "could not give the job back; its lease will end");
+
+    async fn work(&self) {
+        let queue = &self.queue;
+        while !self.db.is_closed() {
+            let lease_until = Utc::now() + queue.lease;
+            match self.db.claim_derivative_job(lease_until).await {
+                Ok(Some(job)) => self.run(job).await,
+                Ok(None) => {
+                    tokio::select! {
+                        () = queue.wake.notified() => {}
+                        () = tokio::time::sleep(POLL) => {}
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not claim a derivative job");
+                    tokio::time::sleep(POLL).await;
+                }
+            }
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(upload_id = %job.upload_id, attempt = job.attempts))]
+    async fn run(&self, job: ClaimedJob) {
+        if job.attempts > MAX_ATTEMPTS {
+            let outcome = Outcome::Undecodable(format!("given up after {MAX_ATTEMPTS} attempts"));
+            if let Err(e) = self.finish(&job, &outcome).await {
+                tracing::warn!(error = %e, "could not finish a derivative job; its lease will end");
             }
             return;
         }
-        Err(e) => Outcome::Undecodable(format!("gave up after {} attempts: {e:#}", job.attempts)),
-    };
-    if let Err(e) = finish(state, &job, &outcome).await {
-        tracing::warn!(error = %e, "could not finish a derivative job; its lease will end");
+        let outcome = match self.make(&job).await {
+            Ok(outcome) => outcome,
+            Err(e) if job.attempts < MAX_ATTEMPTS => {
+                let backoff = Duration::from_secs(5 << job.attempts.clamp(0, 10)).min(MAX_BACKOFF);
+                tracing::warn!(error = %e, retry_in_s = backoff.as_secs(), "derivatives failed; will retry");
+                if let Err(e) = self.db.retry_derivative_job(&job, Utc::now() + backoff, &format!("{e:#}")).await {
+                    tracing::warn!(error = %e, "could not give the job back; its lease will end");
+                }
+                return;
+            }
+            Err(e) => Outcome::Undecodable(format!("gave up after {} attempts: {e:#}", job.attempts)),
+        };
+        if let Err(e) = self.finish(&job, &outcome).await {
+            tracing::warn!(error = %e, "could not finish a derivative job; its lease will end");
+        }
     }
-}
 
-/// Reads the original, derives on the media pool, stores both derivatives.
-async fn make(state: &AppState, job: &ClaimedJob) -> anyhow::Result<Outcome> {
-    let Some(row) = state.db.upload_by_id(job.upload_id, None).await? else {
-        return Ok(Outcome::Gone);
-    };
-    if row.deleted_at.is_some() {
-        return Ok(Outcome::Gone);
+    /// Reads the original, derives on the media pool, stores both derivatives.
+    async fn make(&self, job: &ClaimedJob) -> anyhow::Result<Outcome> {
+        let Some(row) = self.db.upload_by_id(job.upload_id, None).await? else {
+            return Ok(Outcome::Gone);
+        };
+        if row.deleted_at.is_some() {
+            return Ok(Outcome::Gone);
+        }
+        let (event_id, upload_id) = (row.event_id, row.id);
+        let original = self.blobs.get_original(event_id, upload_id, None).await?.bytes().await?;
+        self.queue.started.fetch_add(1, Relaxed);
+        let max_pixels = self.max_image_pixels;
+        let derived = self.blocking.background(move || derive(&original, max_pixels)).await?;
+        let derived = match derived {
+            Ok(derived) => derived,
+            Err(reason) => return Ok(Outcome::Undecodable(reason)),
+        };
+        self.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(derived.thumb.bytes)).await?;
+        self.blobs.put(BlobKey::Preview { event_id, upload_id }, Bytes::from(derived.preview.bytes)).await?;
+        Ok(Outcome::Ready)
     }
-    let (event_id, upload_id) = (row.event_id, row.id);
-    let original = state.blobs.get_original(event_id, upload_id, None).await?.bytes().await?;
-    state.derivatives.started.fetch_add(1, Relaxed);
-    let max_pixels = state.settings.max_image_pixels;
-    let derived = state.blocking.background(move || derive(&original, max_pixels)).await?;
-    let derived = match derived {
-        Ok(derived) => derived,
-        Err(reason) => return Ok(Outcome::Undecodable(reason)),
-    };
-    state.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(derived.thumb.bytes)).await?;
-    state.blobs.put(BlobKey::Preview { event_id, upload_id }, Bytes::from(derived.preview.bytes)).await?;
-    Ok(Outcome::Ready)
+
+    async fn finish(&self, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {
+        let status = match outcome {
+            Outcome::Ready => UploadStatus::Ready,
+            Outcome::Undecodable(_) => UploadStatus::Failed,
+            // Deleted meanwhile: the status no longer matters (a deleted upload keeps its own).
+            Outcome::Gone => UploadStatus::Processing,
+        };
+        let mut tx = self.db.begin().await?;
+        let Some(upload) = tx.finish_derivative_job(job, status).await? else {
+            tx.rollback().await?;
+            tracing::info!("lease lost to another worker; it decides");
+            return Ok(());
+        };
+        let announce = matches!(outcome, Outcome::Ready) && !upload.hidden && !upload.deleted;
+        if announce {
+            tx.append_live(upload.event_id, LiveKind::Upload, job.upload_id).await?;
+        }
+        // Deleted while its derivatives were being made: the delete removed what existed then,
+        // and what was just made goes the same way.
+        let remove = match upload.deleted {
+            true => Some(
+                tx.queue_blob_job(BlobJobKind::Delete, upload.event_id, job.upload_id, BlobJobs::lease_until()).await?,
+            ),
+            false => None,
+        };
+        tx.commit().await?;
+        if announce {
+            self.live.poke();
+        }
+        if let Some(remove) = remove {
+            self.blob_jobs.run(remove).await;
+        }
+        let queue = &self.queue;
+        match outcome {
+            Outcome::Ready => {
+                queue.made.fetch_add(1, Relaxed);
+                tracing::info!("derivatives made");
+            }
+            Outcome::Undecodable(reason) => {
+                queue.failed.fetch_add(1, Relaxed);
+                tracing::warn!(reason, "derivatives failed: the original stays, shown as failed");
+            }
+            Outcome::Gone => tracing::info!("upload deleted before its derivatives were made"),
+        }
+        Ok(())
+    }
 }
 
 /// Probe again (the orientation is not stored) and derive; `Err` is why it cannot be decoded.
@@ -170,51 +234,4 @@ fn reprobe(original: &[u8], max_pixels: u64) -> Result<media::Probe, ProbeError>
             other => return other,
         }
     }
-}
-
-async fn finish(state: &AppState, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {
-    let status = match outcome {
-        Outcome::Ready => UploadStatus::Ready,
-        Outcome::Undecodable(_) => UploadStatus::Failed,
-        // Deleted meanwhile: the status no longer matters (a deleted upload keeps its own).
-        Outcome::Gone => UploadStatus::Processing,
-    };
-    let mut tx = state.db.begin().await?;
-    let Some(upload) = tx.finish_derivative_job(job, status).await? else {
-        tx.rollback().await?;
-        tracing::info!("lease lost to another worker; it decides");
-        return Ok(());
-    };
-    let announce = matches!(outcome, Outcome::Ready) && !upload.hidden && !upload.deleted;
-    if announce {
-        tx.append_live(upload.event_id, LiveKind::Upload, job.upload_id).await?;
-    }
-    // Deleted while its derivatives were being made: the delete removed what existed then,
-    // and what was just made goes the same way.
-    let remove = match upload.deleted {
-        true => {
-            Some(tx.queue_blob_job(BlobJobKind::Delete, upload.event_id, job.upload_id, BlobJobs::lease_until()).await?)
-        }
-        false => None,
-    };
-    tx.commit().await?;
-    if announce {
-        state.live.poke();
-    }
-    if let Some(remove) = remove {
-        state.blob_jobs.run(remove).await;
-    }
-    let queue = &state.derivatives;
-    match outcome {
-        Outcome::Ready => {
-            queue.made.fetch_add(1, Relaxed);
-            tracing::info!("derivatives made");
-        }
-        Outcome::Undecodable(reason) => {
-            queue.failed.fetch_add(1, Relaxed);
-            tracing::warn!(reason, "derivatives failed: the original stays, shown as failed");
-        }
-        Outcome::Gone => tracing::info!("upload deleted before its derivatives were made"),
-    }
-    Ok(())
 }

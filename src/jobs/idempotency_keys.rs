@@ -11,7 +11,10 @@ use crate::app::AppState;
 const EVERY: Duration = Duration::from_secs(10 * 60);
 
 pub fn spawn_sweep(state: AppState) {
-    super::every(state, EVERY, "idempotency key sweep", |state| async move { sweep(&state).await.map(|_| ()) });
+    super::every(state.db.clone(), EVERY, "idempotency key sweep", move || {
+        let state = state.clone();
+        async move { sweep(&state).await.map(|_| ()) }
+    });
 }
 
 /// Returns how many keys were forgotten.

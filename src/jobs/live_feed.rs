@@ -4,17 +4,20 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use crate::app::AppState;
+use crate::db::Db;
 
 const EVERY: Duration = Duration::from_secs(10 * 60);
 
-pub fn spawn_sweep(state: AppState) {
-    super::every(state, EVERY, "live feed sweep", |state| async move {
-        let retention = chrono::Duration::from_std(crate::live::RETENTION)?;
-        let swept = state.db.sweep_live_feed(Utc::now() - retention).await?;
-        if swept > 0 {
-            tracing::info!(swept, "old live news forgotten");
+pub fn spawn_sweep(db: Db) {
+    super::every(db.clone(), EVERY, "live feed sweep", move || {
+        let db = db.clone();
+        async move {
+            let retention = chrono::Duration::from_std(crate::live::RETENTION)?;
+            let swept = db.sweep_live_feed(Utc::now() - retention).await?;
+            if swept > 0 {
+                tracing::info!(swept, "old live news forgotten");
+            }
+            Ok(())
         }
-        Ok(())
     });
 }

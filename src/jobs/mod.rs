@@ -10,23 +10,23 @@ pub mod orphans;
 use std::future::Future;
 use std::time::Duration;
 
-use crate::app::AppState;
+use crate::db::Db;
 
 /// Runs `round` at once and then every `period` until the database is closed. A failed round
 /// is logged; the next one tries again.
-pub fn every<F, Fut>(state: AppState, period: Duration, what: &'static str, round: F)
+pub fn every<F, Fut>(db: Db, period: Duration, what: &'static str, round: F)
 where
-    F: Fn(AppState) -> Fut + Send + 'static,
+    F: Fn() -> Fut + Send + 'static,
     Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
 {
     tokio::spawn(async move {
         let mut rounds = tokio::time::interval(period);
         loop {
             rounds.tick().await;
-            if state.db.is_closed() {
+            if db.is_closed() {
                 return;
             }
-            if let Err(e) = round(state.clone()).await {
+            if let Err(e) = round().await {
                 tracing::warn!(error = %e, what, "background round failed");
             }
         }

@@ -15,53 +15,56 @@ use std::time::Duration;
 use chrono::Utc;
 use uuid::Uuid;
 
-use crate::app::AppState;
-use crate::blobs::BlobKey;
+use crate::blobs::{BlobKey, BlobStore};
+use crate::db::Db;
 
 const MIN_AGE: Duration = Duration::from_secs(15 * 60);
 
 /// Sweeps at start and then every `MIN_AGE`: after a quick restart (seconds, as a service
 /// manager does it) a crashed upload's blobs are still too young, and the next round gets them.
-pub fn spawn_sweep(state: AppState) {
-    super::every(state, MIN_AGE, "orphan sweep", |state| async move {
-        let (finalized, deleted) = sweep(&state, MIN_AGE).await?;
-        if finalized + deleted > 0 {
-            tracing::info!(finalized, deleted, "orphan sweep done");
+pub fn spawn_sweep(db: Db, blobs: BlobStore) {
+    super::every(db.clone(), MIN_AGE, "orphan sweep", move || {
+        let (db, blobs) = (db.clone(), blobs.clone());
+        async move {
+            let (finalized, deleted) = sweep(&db, &blobs, MIN_AGE).await?;
+            if finalized + deleted > 0 {
+                tracing::info!(finalized, deleted, "orphan sweep done");
+            }
+            Ok(())
         }
-        Ok(())
     });
 }
 
 /// Returns how many blobs were finalized and how many deleted.
-pub async fn sweep(state: &AppState, min_age: Duration) -> anyhow::Result<(usize, usize)> {
+pub async fn sweep(db: &Db, blobs: &BlobStore, min_age: Duration) -> anyhow::Result<(usize, usize)> {
     let (mut finalized, mut deleted) = (0, 0);
     let now = Utc::now();
-    for (id, meta) in state.blobs.list_temp().await? {
+    for (id, meta) in blobs.list_temp().await? {
         if (now - meta.last_modified).to_std().unwrap_or_default() < min_age {
             continue;
         }
         let temp = BlobKey::Temp(id);
-        match state.db.upload_by_id(id, None).await? {
+        match db.upload_by_id(id, None).await? {
             Some(row) if row.deleted_at.is_none() => {
-                state.blobs.rename(temp, BlobKey::Original { event_id: row.event_id, upload_id: id }).await?;
+                blobs.rename(temp, BlobKey::Original { event_id: row.event_id, upload_id: id }).await?;
                 finalized += 1;
             }
             _ => {
-                state.blobs.delete(temp).await?;
+                blobs.delete(temp).await?;
                 deleted += 1;
             }
         }
     }
-    deleted += state.blobs.sweep_local_staging(min_age).await?;
-    deleted += sweep_final(state, min_age).await?;
+    deleted += blobs.sweep_local_staging(min_age).await?;
+    deleted += sweep_final(db, blobs, min_age).await?;
     Ok((finalized, deleted))
 }
 
 /// Deletes originals and derivatives of uploads that are deleted or unknown; returns how many.
-async fn sweep_final(state: &AppState, min_age: Duration) -> anyhow::Result<usize> {
+async fn sweep_final(db: &Db, blobs: &BlobStore, min_age: Duration) -> anyhow::Result<usize> {
     let now = Utc::now();
     let mut by_event: HashMap<Uuid, Vec<(Uuid, BlobKey)>> = HashMap::new();
-    for (key, meta) in state.blobs.list_final().await? {
+    for (key, meta) in blobs.list_final().await? {
         if (now - meta.last_modified).to_std().unwrap_or_default() < min_age {
             continue;
         }
@@ -70,11 +73,11 @@ async fn sweep_final(state: &AppState, min_age: Duration) -> anyhow::Result<usiz
         }
     }
     let mut deleted = 0;
-    for (event_id, blobs) in by_event {
-        let live: HashSet<Uuid> = state.db.live_upload_ids(event_id).await?.into_iter().collect();
-        for (upload_id, key) in blobs {
+    for (event_id, found) in by_event {
+        let live: HashSet<Uuid> = db.live_upload_ids(event_id).await?.into_iter().collect();
+        for (upload_id, key) in found {
             if !live.contains(&upload_id) {
-                state.blobs.delete(key).await?;
+                blobs.delete(key).await?;
                 deleted += 1;
             }
         }
