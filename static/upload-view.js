@@ -33,7 +33,7 @@ export class UploadView {
         input.value = '';
       }
     });
-    const pick = h('label', { class: 'pick button', for: 'photos' }, h('span', { class: 'pick-icon', 'aria-hidden': 'true' }, '＋'), h('span', { 'data-i18n': 'choose_photos' }, t('choose_photos')));
+    const pick = h('label', { class: 'pick button', for: 'photos' }, h('span', { class: 'pick-icon', 'aria-hidden': 'true' }, '+'), h('span', { 'data-i18n': 'choose_photos' }, t('choose_photos')));
     const hint = h('p', { class: 'hint', 'data-i18n': 'choose_hint' }, t('choose_hint'));
     section.append(this.closedBanner, this.offlineBanner, input, pick, hint, this.list);
 
