@@ -37,5 +37,6 @@ pub mod live;
 /// Image probing (and, later, derivatives): synchronous code for the blocking pool.
 pub mod media;
 /// Organiser login throttling.
+pub mod private_files;
 pub mod settings;
 pub mod throttle;

@@ -1,7 +1,7 @@
 //! Photo bytes, through `object_store`: a local directory by default, an S3-compatible
 //! bucket for several instances, memory for tests. Every blob has a typed key; an upload is
 //! written under a temporary key, and moved to its final key only after its row committed.
-//! A local directory is its user's only (see `bootstrap::keep_files_private`), and its free
+//! A local directory is its user's only (see `private_files::keep_files_private`), and its free
 //! space can be read, so uploads stop before the disk fills.
 
 mod local_writer;
@@ -120,7 +120,7 @@ impl BlobStore {
     pub fn open(spec: Option<&str>, data_dir: &std::path::Path) -> anyhow::Result<Self> {
         match spec {
             None | Some("") => {
-                crate::bootstrap::private_dir(data_dir)?;
+                crate::private_files::private_dir(data_dir)?;
                 Self::local(data_dir.join("blobs"))
             }
             Some("memory:") => Ok(Self {
@@ -152,7 +152,7 @@ impl BlobStore {
     }
 
     fn local(dir: std::path::PathBuf) -> anyhow::Result<Self> {
-        crate::bootstrap::private_dir(&dir)
+        crate::private_files::private_dir(&dir)
             .with_context(|| format!("opening the photo directory {}", dir.display()))?;
         let local = LocalFileSystem::new_with_prefix(&dir)?.with_automatic_cleanup(true);
         Ok(Self { store: Arc::new(local), part_size: 256 * 1024, local_root: Some(dir), free_space: Arc::default() })

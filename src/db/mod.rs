@@ -64,7 +64,7 @@ impl Db {
     /// Connects to `database_url`, or to `confetti.db` in `data_dir` when none is given,
     /// and brings the schema up to date.
     pub async fn connect(database_url: Option<&str>, data_dir: &Path) -> anyhow::Result<Db> {
-        crate::bootstrap::keep_files_private();
+        crate::private_files::keep_files_private();
         let db = match database_url {
             Some(url) if url.starts_with("postgres:") || url.starts_with("postgresql:") => {
                 let options = PgConnectOptions::from_str(url).context("parsing the PostgreSQL URL")?;
@@ -85,9 +85,9 @@ impl Db {
             None => {
                 // Private from the start: the database holds guests' names and token hashes.
                 // SQLite creates `-wal` and `-shm` with the database file's own mode.
-                crate::bootstrap::private_dir(data_dir)?;
+                crate::private_files::private_dir(data_dir)?;
                 for file in ["confetti.db", "confetti.db-wal", "confetti.db-shm"] {
-                    crate::bootstrap::narrow(&data_dir.join(file), 0o600);
+                    crate::private_files::narrow(&data_dir.join(file), 0o600);
                 }
                 Db::Sqlite(sqlite_pool(SqliteConnectOptions::new().filename(data_dir.join("confetti.db"))).await?)
             }
