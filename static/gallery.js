@@ -2,7 +2,7 @@
 // as one scrolls, and follows the live stream of new and removed photos; a tile opens the
 // lightbox (lightbox.js). Every user-provided string is set as text, never as HTML.
 
-import { h, api, ApiError, thumbUrl } from './util.js';
+import { h, api, ApiError, thumbUrl, STATUS } from './util.js';
 import { t, onLangChange } from './i18n.js';
 import { Lightbox } from './lightbox.js';
 
@@ -107,7 +107,7 @@ export class Gallery {
       const old = this.grid.querySelector(`[data-upload-id="${u.id}"]`);
       if (old) old.replaceWith(this.tile(u));
     }
-    if (u.status === 'processing' || (!u.urls?.thumb && u.status !== 'failed')) this.watch(u.id);
+    if (u.status === STATUS.PROCESSING || (!u.urls?.thumb && u.status !== STATUS.FAILED)) this.watch(u.id);
     this.renderFooter();
     if (this.lightbox.current === u.id) this.lightbox.refresh(u);
     if (!append) this.emit();
@@ -149,7 +149,7 @@ export class Gallery {
       if (!this.uploads.has(id)) return this.watching.delete(id);
       try {
         const u = await api('GET', `/api/v1/uploads/${id}`);
-        if (u.urls?.thumb || u.status === 'failed') {
+        if (u.urls?.thumb || u.status === STATUS.FAILED) {
           this.watching.delete(id);
           this.upsert(u);
         } else this.watch(id, attempt + 1);
@@ -181,7 +181,7 @@ export class Gallery {
 
   tile(u) {
     const mine = this.isMine(u);
-    const badge = u.status === 'processing' ? t('processing') : u.status === 'hidden' ? t('hidden') : u.status === 'failed' ? t('failed') : null;
+    const badge = u.status === STATUS.PROCESSING ? t('processing') : u.status === STATUS.HIDDEN ? t('hidden') : u.status === STATUS.FAILED ? t('failed') : null;
     return h(
       'li',
       { class: 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-mine': mine ? 'true' : 'false' },

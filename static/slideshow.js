@@ -1,7 +1,7 @@
 // The organiser's live slideshow: full screen, one photo at a time, a photo that just arrived
 // first, then round again through every ready one. A click, Escape or leaving full screen ends it.
 
-import { h, previewUrl } from './util.js';
+import { h, previewUrl, STATUS } from './util.js';
 import { t } from './i18n.js';
 
 /** Full screen, one photo at a time, the newest arrivals first, then round again. */
@@ -29,7 +29,7 @@ export class Slideshow {
 
   ready() {
     const g = this.gallery();
-    return g ? g.order.map((id) => g.uploads.get(id)).filter((u) => u && u.status === 'ready' && previewUrl(u)) : [];
+    return g ? g.order.map((id) => g.uploads.get(id)).filter((u) => u && u.status === STATUS.READY && previewUrl(u)) : [];
   }
 
   start() {
@@ -58,7 +58,7 @@ export class Slideshow {
     const g = this.gallery();
     let u = this.fresh.shift();
     // Hidden or deleted since it arrived: skip it.
-    while (u && g?.uploads.get(u.id)?.status !== 'ready') u = this.fresh.shift();
+    while (u && g?.uploads.get(u.id)?.status !== STATUS.READY) u = this.fresh.shift();
     if (!u) {
       const all = this.ready();
       if (all.length) {

@@ -128,6 +128,10 @@ export function remember(key, value) {
   }
 }
 
+/** An Upload's `status`, as the API names it (`hidden` stands in for the others while an
+ *  organiser hides the photo). */
+export const STATUS = Object.freeze({ PROCESSING: 'processing', READY: 'ready', FAILED: 'failed', HIDDEN: 'hidden' });
+
 /** The best image for a tile or the lightbox: derivatives once they exist, else the original. */
 export function thumbUrl(u) {
   return u.urls?.thumb || u.urls?.preview || u.urls?.original;
