@@ -8,7 +8,22 @@ use crate::blocking::Blocking;
 use crate::db::events::EventRow;
 use crate::db::{Db, Tx};
 use crate::domain::{EventName, EventSlug, OrganiserPassword};
-use crate::error::{ApiError, ApiResult};
+
+/// Why an event was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    /// A limit the request gave is not possible; names the field.
+    #[error("{0} must not be negative")]
+    Negative(&'static str),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for EventError {
+    fn from(e: sqlx::Error) -> Self {
+        EventError::Internal(e.into())
+    }
+}
 
 pub struct NewEvent {
     pub name: EventName,
@@ -25,12 +40,12 @@ pub struct PreparedEvent {
 }
 
 /// Checks the new event and hashes its password on the blocking pool.
-pub async fn prepare(blocking: &Blocking, new: NewEvent) -> ApiResult<PreparedEvent> {
+pub async fn prepare(blocking: &Blocking, new: NewEvent) -> Result<PreparedEvent, EventError> {
     if new.guest_quota_bytes < 0 {
-        return Err(ApiError::InvalidRequest("guest_quota_bytes must not be negative".into()));
+        return Err(EventError::Negative("guest_quota_bytes"));
     }
     if new.storage_cap_bytes < 0 {
-        return Err(ApiError::InvalidRequest("storage_cap_bytes must not be negative".into()));
+        return Err(EventError::Negative("storage_cap_bytes"));
     }
     let password = new.password.as_str().to_owned();
     let password_hash = blocking.crypto(move || auth::hash_password(&password)).await??;
@@ -38,7 +53,7 @@ pub async fn prepare(blocking: &Blocking, new: NewEvent) -> ApiResult<PreparedEv
 }
 
 /// Stores the event with a fresh slug and join token.
-pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> ApiResult<EventRow> {
+pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> Result<EventRow, EventError> {
     let new = &prepared.new;
     // A slug collision needs the same name and the same random suffix: retry a few times.
     for _ in 0..5 {
@@ -59,11 +74,11 @@ pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> ApiResult<EventRow
             return Ok(event);
         }
     }
-    Err(ApiError::Internal(anyhow::anyhow!("could not find a free slug")))
+    Err(EventError::Internal(anyhow::anyhow!("could not find a free slug")))
 }
 
 /// Prepares, inserts and commits: for the command line and the demo event.
-pub async fn create_event(db: &Db, blocking: &Blocking, new: NewEvent) -> ApiResult<EventRow> {
+pub async fn create_event(db: &Db, blocking: &Blocking, new: NewEvent) -> Result<EventRow, EventError> {
     let prepared = prepare(blocking, new).await?;
     let mut tx = db.begin().await?;
     let event = insert(&mut tx, &prepared).await?;
