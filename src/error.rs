@@ -195,15 +195,6 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
-impl From<crate::events::EventError> for ApiError {
-    fn from(e: crate::events::EventError) -> Self {
-        match e {
-            crate::events::EventError::Negative(_) => ApiError::InvalidRequest(e.to_string()),
-            crate::events::EventError::Internal(e) => ApiError::Internal(e),
-        }
-    }
-}
-
 impl From<object_store::Error> for ApiError {
     fn from(e: object_store::Error) -> Self {
         ApiError::Internal(e.into())

@@ -13,7 +13,7 @@ use crate::app::AppState;
 use crate::db::events::EventChange;
 use crate::domain::{EventName, EventSlug, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
-use crate::events::{self, NewEvent};
+use crate::events::{self, EventError, NewEvent};
 use crate::idempotency::Write;
 
 pub fn routes() -> Router<AppState> {
@@ -106,4 +106,14 @@ async fn change(
         return Err(ApiError::EventNotFound);
     };
     tx.commit(Json(EventJson::new(&event, &state.settings.public_url)).into_response()).await
+}
+
+/// An event that was not created, as the API answers it.
+impl From<EventError> for ApiError {
+    fn from(e: EventError) -> Self {
+        match e {
+            EventError::Negative(_) => ApiError::InvalidRequest(e.to_string()),
+            EventError::Internal(e) => ApiError::Internal(e),
+        }
+    }
 }
