@@ -20,6 +20,7 @@ use crate::config::ServeArgs;
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::http::client_addr::TrustedProxies;
+use crate::ingest::{Ingest, IngestLimits};
 use crate::jobs::derivatives::DerivativeQueue;
 use crate::live::LiveHub;
 use crate::throttle::Throttle;
@@ -67,6 +68,7 @@ pub struct AppState {
     pub idempotency_metrics: Arc<crate::idempotency::Metrics>,
     pub derivatives: Arc<DerivativeQueue>,
     pub live: Arc<LiveHub>,
+    pub ingest: Arc<Ingest>,
 }
 
 impl AppState {
@@ -79,10 +81,23 @@ impl AppState {
         let blobs = BlobStore::open(args.storage.as_deref(), &args.site.data_dir)?;
         let public_url = crate::bootstrap::public_url(args.site.public_url.as_deref(), args.bind);
         let blocking = Blocking::new();
+        let derivatives = Arc::new(DerivativeQueue::new(Duration::from_secs(args.derivative_lease_s)));
+        let ingest = Arc::new(Ingest::new(
+            db.clone(),
+            blobs.clone(),
+            blocking.clone(),
+            IngestLimits {
+                max_upload_bytes: args.max_upload_bytes,
+                max_image_pixels: args.max_image_pixels,
+                min_free_bytes: args.min_free_bytes,
+            },
+            Arc::clone(&derivatives),
+        ));
         Ok(Self {
             db,
             blobs,
-            derivatives: Arc::new(DerivativeQueue::new(Duration::from_secs(args.derivative_lease_s))),
+            derivatives,
+            ingest,
             live: Arc::new(LiveHub::default()),
             settings: Arc::new(Settings {
                 derivative_workers: args.derivative_workers.unwrap_or(blocking.media_permits()),

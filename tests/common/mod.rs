@@ -407,7 +407,7 @@ impl TestApp {
     }
 }
 
-fn all_files(dir: &Path) -> Vec<PathBuf> {
+pub fn all_files(dir: &Path) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         if let Ok(entries) = std::fs::read_dir(dir) {
             for entry in entries.flatten() {
