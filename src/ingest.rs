@@ -178,7 +178,7 @@ impl Upload {
         match self.read(parts).await {
             Ok(()) => self.decide().await,
             Err(stop) => {
-                let file = self.discard().await;
+                let refusal = std::mem::replace(&mut self.file, File::NotSeen).discard().await;
                 match (stop, self.key) {
                     // A known key is a replay even when its body turns out longer than any
                     // upload may be: a replay's bytes are thrown away unread.
@@ -187,10 +187,10 @@ impl Upload {
                         Ok(Ingested::Replayed(*row))
                     }
                     // Over the size bound, a refusal found earlier (the quota, say) says more.
-                    (Stop::CutShort, _) => Err(match file {
-                        File::Refused(refusal) => refusal,
-                        _ => IngestError::TooLarge { limit_bytes: self.ingest.limits.max_upload_bytes },
-                    }),
+                    (Stop::CutShort, _) => {
+                        Err(refusal
+                            .unwrap_or(IngestError::TooLarge { limit_bytes: self.ingest.limits.max_upload_bytes }))
+                    }
                     (Stop::Refused(refusal), _) => Err(refusal),
                 }
             }
@@ -233,18 +233,17 @@ impl Upload {
 
     /// The whole body was read: replay, refuse, or store.
     async fn decide(mut self) -> Result<Ingested, IngestError> {
-        if let Key::Replay(..) = self.key {
-            self.discard().await;
-        }
+        let file = std::mem::replace(&mut self.file, File::NotSeen);
         if let Key::Replay(_, row) = self.key {
+            file.discard().await;
             check_declared(self.filename.as_ref(), self.caption.as_ref(), &row)?;
             return Ok(Ingested::Replayed(*row));
         }
         if !self.guest.uploads_open {
-            self.discard().await;
+            file.discard().await;
             return Err(IngestError::UploadsClosed);
         }
-        match std::mem::replace(&mut self.file, File::NotSeen) {
+        match file {
             // The rest runs as its own task: once the row may commit, a client that hangs up
             // must not cancel the work halfway (its blob would be deleted under a committed row).
             File::Stored(received) => tokio::spawn(async move { self.store(received).await })
@@ -263,15 +262,18 @@ impl Upload {
             Some(row) => Key::Replay(key, Box::new(row)),
         })
     }
+}
 
-    /// Deletes a received file that will not be kept; what became of the file otherwise.
-    async fn discard(&mut self) -> File {
-        match std::mem::replace(&mut self.file, File::NotSeen) {
+impl File {
+    /// Deletes a received file that will not be kept; the reason, when the file was refused.
+    async fn discard(self) -> Option<IngestError> {
+        match self {
             File::Stored(received) => {
                 received.guard.delete_now().await;
-                File::NotSeen
+                None
             }
-            other => other,
+            File::Refused(refusal) => Some(refusal),
+            File::NotSeen | File::Skipped => None,
         }
     }
 }
