@@ -19,8 +19,10 @@
 //!
 //! Every refusal leaves no row, no blob and no quota charge. A refusal of the file (too large,
 //! over quota, not an image, …) waits until the parts ended: a key sent after the file can
-//! still turn the request into a replay. Only a source that gives up on the body (longer than
-//! any upload may be) ends the reading early — with a replay when the key is known.
+//! still turn the request into a replay. A refusal of the request itself (a key that is not a
+//! UUID, another guest's key, two keys) ends the reading at once, and so does a source that
+//! gives up on a body longer than any upload may be — answered with a replay when the key is
+//! known. What the source still holds is the transport's to drain.
 
 use std::sync::Arc;
 use std::time::Duration;

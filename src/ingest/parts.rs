@@ -36,8 +36,7 @@ pub enum PartsError {
 
 /// Where the parts of one upload come from. The use case reads a file part's bytes with
 /// `file_chunk` right after `next_part` gave it, or not at all; the next `next_part` skips
-/// whatever of it was not read. After `TooLarge` or `Malformed` a source answers every call
-/// with that error again.
+/// whatever of it was not read. The use case stops reading at the first error.
 pub trait UploadParts: Send {
     /// The next part, or `None` after the last.
     fn next_part(&mut self) -> impl Future<Output = Result<Option<Part>, PartsError>> + Send;
