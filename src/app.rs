@@ -17,6 +17,7 @@ use crate::blocking::Blocking;
 use crate::db::Db;
 use crate::error::ApiError;
 use crate::http::client_addr::TrustedProxies;
+use crate::ingest::{Ingest, IngestLimits};
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::jobs::derivatives::{DerivativeQueue, DerivativeWorkers};
 use crate::live::LiveHub;
@@ -39,6 +40,7 @@ pub struct AppState {
     /// Blob work that follows a commit (finalize, delete).
     pub blob_jobs: BlobJobs,
     pub live: Arc<LiveHub>,
+    pub ingest: Arc<Ingest>,
 }
 
 impl AppState {
@@ -56,9 +58,24 @@ impl AppState {
         let db = Db::connect(settings.database_url.as_deref(), &settings.data_dir).await?;
         let blocking = Blocking::new();
         let derivative_workers = settings.derivative_workers.unwrap_or(blocking.media_permits());
+        let derivatives = Arc::new(DerivativeQueue::new(settings.derivative_lease));
+        let blob_jobs = BlobJobs::new(db.clone(), blobs.clone());
+        let ingest = Arc::new(Ingest::new(
+            db.clone(),
+            blobs.clone(),
+            blocking.clone(),
+            IngestLimits {
+                max_upload_bytes: settings.max_upload_bytes,
+                max_image_pixels: settings.max_image_pixels,
+                min_free_bytes: settings.min_free_bytes,
+            },
+            Arc::clone(&derivatives),
+            blob_jobs.clone(),
+        ));
         Ok(Self {
-            blob_jobs: BlobJobs::new(db.clone(), blobs.clone()),
-            derivatives: Arc::new(DerivativeQueue::new(settings.derivative_lease)),
+            blob_jobs,
+            derivatives,
+            ingest,
             live: Arc::new(LiveHub::default()),
             settings: Arc::new(Settings { derivative_workers: Some(derivative_workers), ..settings }),
             trusted_proxies: Arc::new(trusted_proxies),

@@ -6,6 +6,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::domain::{InvalidClientUploadId, InvalidEventSlug, InvalidText, WeakPassword};
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("this request needs a guest, organiser or admin token")]
@@ -198,6 +200,37 @@ impl From<sqlx::Error> for ApiError {
 impl From<object_store::Error> for ApiError {
     fn from(e: object_store::Error) -> Self {
         ApiError::Internal(e.into())
+    }
+}
+
+/// Values that do not parse, as the contract names them.
+impl From<InvalidText> for ApiError {
+    fn from(e: InvalidText) -> Self {
+        match e {
+            InvalidText::DisplayName(why) => ApiError::InvalidDisplayName(why),
+            InvalidText::EventName(why) => ApiError::InvalidRequest(why),
+            InvalidText::Caption(why) => ApiError::InvalidCaption(why),
+            InvalidText::Comment(why) => ApiError::InvalidComment(why),
+        }
+    }
+}
+
+impl From<InvalidClientUploadId> for ApiError {
+    fn from(_: InvalidClientUploadId) -> Self {
+        ApiError::InvalidClientUploadId
+    }
+}
+
+/// A slug no event can have names no event.
+impl From<InvalidEventSlug> for ApiError {
+    fn from(_: InvalidEventSlug) -> Self {
+        ApiError::EventNotFound
+    }
+}
+
+impl From<WeakPassword> for ApiError {
+    fn from(e: WeakPassword) -> Self {
+        ApiError::WeakPassword(e.to_string())
     }
 }
 

@@ -2,18 +2,21 @@
 
 use uuid::Uuid;
 
-use crate::error::ApiError;
-
 /// The key a phone's page makes once per queued photo. Any UUID is accepted (the page makes
 /// v4 ones from `crypto.getRandomValues`); the nil UUID is refused as it is no one's own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientUploadId(Uuid);
 
+/// A `client_upload_id` that is not a UUID, or is the nil UUID.
+#[derive(Debug, thiserror::Error)]
+#[error("`client_upload_id` must be a UUID")]
+pub struct InvalidClientUploadId;
+
 impl ClientUploadId {
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidClientUploadId> {
         match Uuid::try_parse(raw.trim()) {
             Ok(id) if !id.is_nil() => Ok(Self(id)),
-            _ => Err(ApiError::InvalidClientUploadId),
+            _ => Err(InvalidClientUploadId),
         }
     }
 
@@ -32,12 +35,17 @@ impl ClientUploadId {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EventSlug(String);
 
+/// A slug no event can have: no event has this name.
+#[derive(Debug, thiserror::Error)]
+#[error("no event with this name")]
+pub struct InvalidEventSlug;
+
 impl EventSlug {
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidEventSlug> {
         let ok = !raw.is_empty()
             && raw.len() <= 80
             && raw.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if ok { Ok(Self(raw.to_owned())) } else { Err(ApiError::EventNotFound) }
+        if ok { Ok(Self(raw.to_owned())) } else { Err(InvalidEventSlug) }
     }
 
     /// A new slug for an event name: its ASCII letters and digits, then a random suffix

@@ -1,12 +1,14 @@
 //! Values that parse: once constructed, a name, caption or key is known to be valid.
 //! Handlers turn raw input into these at the edge and the rest of the code never re-checks.
+//! A value that does not parse is a domain error of its own; the HTTP edge maps it to a
+//! problem (`crate::error`), the command line prints it.
 
 mod ids;
 mod password;
 mod status;
 mod text;
 
-pub use ids::{ClientUploadId, EventSlug};
-pub use password::OrganiserPassword;
+pub use ids::{ClientUploadId, EventSlug, InvalidClientUploadId, InvalidEventSlug};
+pub use password::{OrganiserPassword, WeakPassword};
 pub use status::UploadStatus;
-pub use text::{Caption, CommentText, DisplayName, EventName, FileName, is_format};
+pub use text::{Caption, CommentText, DisplayName, EventName, FileName, InvalidText, is_format};

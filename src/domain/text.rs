@@ -12,7 +12,18 @@
 //! breaks (`\n`, with `\r\n`, `\r` and the Unicode line separators made `\n`) and turn tabs
 //! into spaces, which is how a browser shows them anyway.
 
-use crate::error::ApiError;
+/// A text refused once cleaned (empty, or too long), saying which kind of text and why.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidText {
+    #[error("{0}")]
+    DisplayName(String),
+    #[error("{0}")]
+    EventName(String),
+    #[error("{0}")]
+    Caption(String),
+    #[error("{0}")]
+    Comment(String),
+}
 
 /// Unicode general category Cf ("Format"), Unicode 16.0, from the Unicode Character Database
 /// (`extracted/DerivedGeneralCategory.txt`, the lines marked `Cf`). Sorted, inclusive.
@@ -137,11 +148,11 @@ pub struct DisplayName(String);
 impl DisplayName {
     pub const MAX_CHARS: usize = 60;
 
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidText> {
         let name = clean(raw, Lines::One);
         match name.chars().count() {
-            0 => Err(ApiError::InvalidDisplayName("the display name must not be empty".into())),
-            n if n > Self::MAX_CHARS => Err(ApiError::InvalidDisplayName(format!(
+            0 => Err(InvalidText::DisplayName("the display name must not be empty".into())),
+            n if n > Self::MAX_CHARS => Err(InvalidText::DisplayName(format!(
                 "the display name has {n} characters; at most {} are allowed",
                 Self::MAX_CHARS
             ))),
@@ -161,11 +172,11 @@ pub struct EventName(String);
 impl EventName {
     pub const MAX_CHARS: usize = 120;
 
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidText> {
         let name = clean(raw, Lines::One);
         match name.chars().count() {
-            0 => Err(ApiError::InvalidRequest("the event name must not be empty".into())),
-            n if n > Self::MAX_CHARS => Err(ApiError::InvalidRequest(format!(
+            0 => Err(InvalidText::EventName("the event name must not be empty".into())),
+            n if n > Self::MAX_CHARS => Err(InvalidText::EventName(format!(
                 "the event name has {n} characters; at most {} are allowed",
                 Self::MAX_CHARS
             ))),
@@ -186,11 +197,11 @@ pub struct Caption(String);
 impl Caption {
     pub const MAX_CHARS: usize = 500;
 
-    pub fn parse(raw: &str) -> Result<Option<Self>, ApiError> {
+    pub fn parse(raw: &str) -> Result<Option<Self>, InvalidText> {
         let text = clean(raw, Lines::Many);
         match text.chars().count() {
             0 => Ok(None),
-            n if n > Self::MAX_CHARS => Err(ApiError::InvalidCaption(format!(
+            n if n > Self::MAX_CHARS => Err(InvalidText::Caption(format!(
                 "the caption has {n} characters; at most {} are allowed",
                 Self::MAX_CHARS
             ))),
@@ -210,11 +221,11 @@ pub struct CommentText(String);
 impl CommentText {
     pub const MAX_CHARS: usize = 1000;
 
-    pub fn parse(raw: &str) -> Result<Self, ApiError> {
+    pub fn parse(raw: &str) -> Result<Self, InvalidText> {
         let text = clean(raw, Lines::Many);
         match text.chars().count() {
-            0 => Err(ApiError::InvalidComment("the comment is empty".into())),
-            n if n > Self::MAX_CHARS => Err(ApiError::InvalidComment(format!(
+            0 => Err(InvalidText::Comment("the comment is empty".into())),
+            n if n > Self::MAX_CHARS => Err(InvalidText::Comment(format!(
                 "the comment has {n} characters; at most {} are allowed",
                 Self::MAX_CHARS
             ))),

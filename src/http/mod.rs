@@ -18,6 +18,7 @@ pub mod problem;
 pub mod reactions;
 pub mod security_headers;
 pub mod system;
+pub mod upload_parts;
 pub mod uploads;
 pub mod views;
 

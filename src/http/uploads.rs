@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::IDEMPOTENT_REPLAYED;
 use super::extract::{Guest, Viewer};
+use super::upload_parts::{self, Outcome};
 use super::views::UploadJson;
 use crate::app::AppState;
 use crate::db::blob_jobs::BlobJobKind;
@@ -23,7 +24,7 @@ use crate::db::uploads::{ListQuery, UploadRow};
 use crate::domain::{ClientUploadId, EventSlug, UploadStatus};
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::Write;
-use crate::ingest::{Ingested, Outcome, ingest};
+use crate::ingest::Ingested;
 use crate::jobs::blob_jobs::BlobJobs;
 
 pub fn routes() -> Router<AppState> {
@@ -49,7 +50,7 @@ async fn create_upload(
         return Err(ApiError::WrongEvent);
     }
     let header_key = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).and_then(ClientUploadId::from_header);
-    let Outcome { result, unread } = ingest(&state, guest, header_key, request).await;
+    let Outcome { result, unread } = upload_parts::ingest(&state.ingest, guest, header_key, request).await;
     let mut response = match result {
         Ok(Ingested::Created(row)) => {
             let location = format!("/api/v1/uploads/{}", row.id);

@@ -76,7 +76,7 @@ fn nul_and_control_characters_are_removed_and_line_breaks_kept_where_text_has_li
     assert_eq!(caption("a\u{0}b\u{7}c\u{7F}d\u{9B}"), Some("abcd".to_owned()));
     assert_eq!(caption("\u{0}\u{200B} \u{0}"), None, "only NUL and Cf is no caption");
     assert_eq!(caption("one\r\ntwo\rthree\u{2028}four\tfive"), Some("one\ntwo\nthree\nfour five".to_owned()));
-    assert!(matches!(CommentText::parse("\u{0}\u{202E}"), Err(ApiError::InvalidComment(_))));
+    assert!(matches!(CommentText::parse("\u{0}\u{202E}"), Err(InvalidText::Comment(_))));
     assert_eq!(CommentText::parse(" hi\u{0}\n there ").map(|c| c.0).ok(), Some("hi\n there".to_owned()));
     assert_eq!(DisplayName::parse("Anna\nBen\tC").map(|n| n.0).ok(), Some("Anna Ben C".to_owned()));
 }

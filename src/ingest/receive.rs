@@ -1,0 +1,101 @@
+//! Step 3: a new file streams to a temporary blob, hashed, counted and sniffed as it goes;
+//! refused early when it outgrows the size limit, the guest's quota or the event's storage.
+
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::{File, IngestError, Stop, Upload, UploadParts};
+use crate::blobs::{BlobKey, BlobWriter, TempBlobGuard};
+use crate::media::{Sniffed, Sniffer};
+
+/// A file part streamed to a temporary blob.
+pub(super) struct Received {
+    pub upload_id: Uuid,
+    pub guard: TempBlobGuard,
+    pub sniffed: Sniffed,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+impl Upload {
+    /// Streams the file part to a temporary blob. A refusal of the file is a `File::Refused`
+    /// (told once the parts ended); a failure of the source or of the store stops the upload.
+    pub(super) async fn receive(&self, parts: &mut impl UploadParts) -> Result<File, Stop> {
+        let ingest = &self.ingest;
+        let max = ingest.limits.max_upload_bytes;
+        if let Some(refusal) = ingest.disk_refusal().await {
+            return Ok(File::Refused(refusal));
+        }
+        // With its key already known to be new, the quota and the event's storage can stop the
+        // upload early; the guarded UPDATEs at commit are what really hold the line.
+        let guest_remaining = (self.guest.quota_bytes - self.guest.used_bytes).max(0) as u64;
+        let event_remaining = (self.guest.event_storage_cap_bytes - self.guest.event_used_bytes).max(0) as u64;
+        let remaining = guest_remaining.min(event_remaining);
+        let upload_id = Uuid::now_v7();
+        let key = BlobKey::Temp(upload_id);
+        // Opened with the first byte: an empty file never reaches the store.
+        let mut blob: Option<(BlobWriter, TempBlobGuard)> = None;
+        let mut sniffer = Sniffer::default();
+        let mut hasher = Sha256::new();
+        let mut bytes: u64 = 0;
+        let stop = loop {
+            let chunk = match parts.file_chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break None,
+                Err(e) => break Some(Stop::from(e)),
+            };
+            bytes += chunk.len() as u64;
+            if bytes > max {
+                break Some(Stop::Refused(IngestError::TooLarge { limit_bytes: max }));
+            }
+            if bytes > remaining {
+                break Some(Stop::Refused(if bytes > guest_remaining {
+                    ingest.quota_exceeded(&self.guest).await
+                } else {
+                    ingest.event_storage_full(&self.guest).await
+                }));
+            }
+            sniffer.update(&chunk);
+            hasher.update(&chunk);
+            let writer = match &mut blob {
+                Some((writer, _)) => writer,
+                None => match ingest.blobs.writer(key).await {
+                    Ok(writer) => &mut blob.insert((writer, TempBlobGuard::new(ingest.blobs.clone(), key))).0,
+                    Err(e) => break Some(Stop::Refused(e.into())),
+                },
+            };
+            if let Err(e) = writer.write(chunk).await {
+                break Some(Stop::Refused(e.into()));
+            }
+        };
+        if let Some(stop) = stop {
+            if let Some((writer, guard)) = blob {
+                if let Err(e) = writer.abort().await {
+                    tracing::debug!(error = %e, "aborting a refused temporary blob");
+                }
+                guard.delete_now().await;
+            }
+            return match stop {
+                // Refused for its size or where it would be stored: the rest of the parts may
+                // still make this a replay.
+                Stop::Refused(
+                    refusal @ (IngestError::TooLarge { .. }
+                    | IngestError::QuotaExceeded { .. }
+                    | IngestError::EventStorageFull { .. }),
+                ) => Ok(File::Refused(refusal)),
+                other => Err(other),
+            };
+        }
+        let Some((writer, guard)) = blob else {
+            return Ok(File::Refused(IngestError::UnsupportedMediaType("the file is empty".into())));
+        };
+        writer.finish().await.map_err(IngestError::from)?;
+        Ok(File::Stored(Received {
+            upload_id,
+            guard,
+            sniffed: sniffer.finish(),
+            sha256: hex::encode(hasher.finalize()),
+            bytes,
+        }))
+    }
+}

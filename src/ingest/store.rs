@@ -1,0 +1,211 @@
+//! Steps 4–6: probe the received file, commit its row (or lose to another attempt with the
+//! same key), then move its blob to the final key. Also the refusals that say how much room
+//! is left, read from the database as it is now.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+
+use super::{Ingest, IngestError, Ingested, Key, READ_BACK_RETRIES, Received, Upload, check_declared, classify};
+use crate::blobs::BlobKey;
+use crate::db::blob_jobs::{BlobJob, BlobJobKind};
+use crate::db::guests::GuestRow;
+use crate::db::uploads::{NewUpload, UploadRow};
+use crate::domain::{Caption, ClientUploadId, UploadStatus};
+use crate::jobs::blob_jobs::BlobJobs;
+use crate::media::{self, ProbeError};
+
+/// Headers cannot grow the probe's window past this much of a file.
+const MAX_PROBE_BYTES: usize = 16 * 1024 * 1024;
+
+impl Upload {
+    /// Probe, insert (or lose to another attempt), charge the quota, commit, finalize.
+    pub(super) async fn store(self, mut received: Received) -> Result<Ingested, IngestError> {
+        let ingest = &self.ingest;
+        let probe = match ingest.probe(&received).await {
+            Ok(probe) => probe,
+            Err(refusal) => {
+                received.guard.delete_now().await;
+                return Err(refusal);
+            }
+        };
+        let key = match self.key {
+            Key::New(key) => Some(key),
+            Key::Unknown => None,
+            Key::Replay(..) => return Err(anyhow::anyhow!("a replay reached the insert").into()),
+        };
+        let new = NewUpload {
+            id: received.upload_id,
+            event_id: self.guest.event_id,
+            guest_id: self.guest.id,
+            client_upload_id: key.map(ClientUploadId::uuid),
+            filename: self.filename.as_ref().map(|f| f.as_str().to_owned()).unwrap_or_else(|| "photo".into()),
+            caption: self.caption.clone().flatten().map(Caption::into_string),
+            content_type: probe.format.mime().to_owned(),
+            bytes: i64::try_from(received.bytes).unwrap_or(i64::MAX),
+            sha256: received.sha256.clone(),
+            width: i32::try_from(probe.width).unwrap_or(i32::MAX),
+            height: i32::try_from(probe.height).unwrap_or(i32::MAX),
+            taken_at: probe.taken_at,
+            created_at: Utc::now(),
+        };
+
+        let mut tx = ingest.db.begin().await?;
+        let Some(id) = tx.insert_upload(&new).await? else {
+            // Another attempt holds this key and has committed: replay it.
+            tx.rollback().await?;
+            received.guard.delete_now().await;
+            let key = key.ok_or_else(|| anyhow::anyhow!("an upload without a key conflicted"))?;
+            let row = ingest.winner(&self.guest, key).await?;
+            check_declared(self.filename.as_ref(), self.caption.as_ref(), &row)?;
+            return Ok(Ingested::Replayed(row));
+        };
+        if !tx.charge_quota(self.guest.id, new.bytes).await? {
+            tx.rollback().await?;
+            received.guard.delete_now().await;
+            return Err(ingest.quota_exceeded(&self.guest).await);
+        }
+        tx.queue_derivatives(id).await?;
+        let finalize =
+            tx.queue_blob_job(BlobJobKind::Finalize, self.guest.event_id, id, BlobJobs::lease_until()).await?;
+        // Last before the commit: every upload of the event waits for this row's lock.
+        if !tx.charge_event_storage(self.guest.event_id, new.bytes).await? {
+            tx.rollback().await?;
+            received.guard.delete_now().await;
+            return Err(ingest.event_storage_full(&self.guest).await);
+        }
+        tx.commit().await?;
+
+        // Committed: from here on the blob belongs to the row.
+        received.guard.disarm();
+        ingest.finalize(finalize).await;
+        tracing::info!(upload_id = %id, guest_id = %self.guest.id, bytes = new.bytes, "upload stored");
+        Ok(Ingested::Created(ingest.read_back(&self.guest, new).await))
+    }
+}
+
+impl Ingest {
+    /// Step 6, after the commit: the temporary blob moves to its final key — a blob job
+    /// written in the upload's own transaction, done now or, when the store fails or the
+    /// process dies first, by a worker later — and the derivative workers wake.
+    async fn finalize(&self, job: BlobJob) {
+        self.blob_jobs.run(job).await;
+        self.derivatives.wake();
+    }
+
+    /// The header probe, on the blocking pool; reads more of the blob when a header is long.
+    async fn probe(&self, received: &Received) -> Result<media::Probe, IngestError> {
+        let max_pixels = self.limits.max_image_pixels;
+        let sniffed = Arc::new(received.sniffed.clone());
+        let mut head = sniffed.head.clone();
+        loop {
+            let for_probe = sniffed.clone();
+            let (result, returned_head) =
+                self.blocking.media(move || (media::probe::probe(&head, &for_probe, max_pixels), head)).await?;
+            match result {
+                Ok(probe) => return Ok(probe),
+                Err(ProbeError::NeedMore(want)) if want > returned_head.len() && want <= MAX_PROBE_BYTES => {
+                    let range = 0..want as u64;
+                    head = self.blobs.get_range(BlobKey::Temp(received.upload_id), range).await?.to_vec();
+                }
+                Err(ProbeError::NeedMore(_)) => {
+                    return Err(IngestError::UnsupportedMediaType("the image header is too large to read".into()));
+                }
+                Err(ProbeError::Unsupported(message)) => return Err(IngestError::UnsupportedMediaType(message)),
+                Err(ProbeError::TooManyPixels { pixels, limit }) => {
+                    return Err(IngestError::TooManyPixels { pixels, limit });
+                }
+            }
+        }
+    }
+
+    /// After losing the insert: the winner has committed, so the row is there.
+    async fn winner(&self, guest: &GuestRow, key: ClientUploadId) -> Result<UploadRow, IngestError> {
+        classify(guest, self.db.upload_by_client_id(key.uuid(), Some(guest.id)).await?)?
+            .ok_or_else(|| anyhow::anyhow!("the upload that won key {} is gone", key.uuid()).into())
+    }
+
+    /// The committed upload as the guest will see it. The photo is stored whatever happens
+    /// now: a read that fails is retried briefly, then answered from the row just written.
+    async fn read_back(&self, guest: &GuestRow, new: NewUpload) -> UploadRow {
+        let mut pauses = READ_BACK_RETRIES.iter();
+        loop {
+            let why = match self.db.upload_by_id(new.id, Some(guest.id)).await {
+                Ok(Some(row)) => return row,
+                Ok(None) => "it is not there".to_owned(),
+                Err(e) => e.to_string(),
+            };
+            let Some(pause) = pauses.next() else {
+                tracing::warn!(upload_id = %new.id, error = %why, "answering a stored upload from the row just written");
+                return written_row(guest, new);
+            };
+            tracing::debug!(upload_id = %new.id, error = %why, "reading a stored upload back failed; retrying");
+            tokio::time::sleep(*pause).await;
+        }
+    }
+
+    /// The refusal when the guest's quota is used up, with what is left as the database has it now.
+    pub(super) async fn quota_exceeded(&self, guest: &GuestRow) -> IngestError {
+        let guest = self.db.guest_by_id(guest.id).await.ok().flatten().unwrap_or_else(|| guest.clone());
+        IngestError::QuotaExceeded {
+            quota_bytes: guest.quota_bytes,
+            remaining_bytes: (guest.quota_bytes - guest.used_bytes).max(0),
+        }
+    }
+
+    /// The refusal when the event's storage is full, with what is left as the database has it now.
+    pub(super) async fn event_storage_full(&self, guest: &GuestRow) -> IngestError {
+        let (cap, used) = match self.db.event_by_id(guest.event_id).await {
+            Ok(Some(event)) => (event.storage_cap_bytes, event.used_bytes),
+            _ => (guest.event_storage_cap_bytes, guest.event_used_bytes),
+        };
+        IngestError::EventStorageFull { cap_bytes: cap, remaining_bytes: (cap - used).max(0) }
+    }
+
+    /// Refuses a new file while the photo store's disk is below the free-space floor, before any
+    /// of its bytes are written: a full disk would fail every write, the database's included.
+    pub(super) async fn disk_refusal(&self) -> Option<IngestError> {
+        let floor = self.limits.min_free_bytes;
+        if floor == 0 {
+            return None;
+        }
+        let free = self.blobs.free_bytes().await?;
+        if free >= floor {
+            return None;
+        }
+        tracing::warn!(
+            free_bytes = free,
+            min_free_bytes = floor,
+            "refusing an upload: the photo store's disk is almost full"
+        );
+        Some(IngestError::InsufficientStorage)
+    }
+}
+
+/// What a read right after the insert would show: processing, nothing derived, no likes or
+/// comments yet.
+fn written_row(guest: &GuestRow, new: NewUpload) -> UploadRow {
+    UploadRow {
+        id: new.id,
+        event_id: new.event_id,
+        event_slug: guest.event_slug.clone(),
+        guest_id: new.guest_id,
+        guest_display_name: guest.display_name.clone(),
+        client_upload_id: new.client_upload_id,
+        filename: new.filename,
+        caption: new.caption,
+        content_type: new.content_type,
+        bytes: new.bytes,
+        sha256: new.sha256,
+        width: new.width,
+        height: new.height,
+        taken_at: new.taken_at,
+        created_at: new.created_at,
+        status: UploadStatus::Processing,
+        hidden: false,
+        deleted_at: None,
+        likes: 0,
+        liked_by_me: false,
+        comments: 0,
+    }
+}
