@@ -3,21 +3,24 @@
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::extract::{Admin, JsonBody, Organiser, Viewer};
+use super::idempotency::{Keyed, Write};
 use super::views::EventJson;
 use crate::app::AppState;
 use crate::db::events::EventChange;
 use crate::domain::{EventName, EventSlug, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{self, NewEvent};
-use crate::idempotency::Write;
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/events", post(create)).route("/api/v1/events/{slug}", get(show).patch(change))
+pub fn routes(keyed: &Keyed) -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/events", keyed.route(post(create)))
+        .route("/api/v1/events/{slug}", get(show))
+        .route("/api/v1/events/{slug}", keyed.route(patch(change)))
 }
 
 #[derive(Deserialize)]

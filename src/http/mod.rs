@@ -5,10 +5,12 @@ pub mod body_timeout;
 pub mod client_addr;
 pub mod connection_activity;
 pub mod connections;
+pub mod credentials;
 pub mod events;
 pub mod export;
 pub mod extract;
 pub mod guests;
+pub mod idempotency;
 pub mod live;
 pub mod media;
 pub mod multipart;
@@ -25,14 +27,17 @@ use axum::Router;
 
 use crate::app::AppState;
 
-pub fn routes() -> Router<AppState> {
+/// Every route. The writes that take an `Idempotency-Key` are wrapped by their module in
+/// `Keyed::route`.
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let keyed = idempotency::Keyed::new(state);
     Router::new()
         .merge(system::routes())
-        .merge(events::routes())
+        .merge(events::routes(&keyed))
         .merge(guests::routes())
         .merge(organiser::routes())
-        .merge(uploads::routes())
-        .merge(reactions::routes())
+        .merge(uploads::routes(&keyed))
+        .merge(reactions::routes(&keyed))
         .merge(export::routes())
         .merge(live::routes())
         .merge(media::routes())

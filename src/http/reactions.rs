@@ -4,12 +4,13 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::extract::{JsonBody, Viewer};
+use super::idempotency::{Keyed, Write};
 use super::uploads::visible_upload;
 use super::views::CommentJson;
 use crate::app::AppState;
@@ -17,12 +18,13 @@ use crate::db::guests::GuestRow;
 use crate::db::uploads::UploadRow;
 use crate::domain::CommentText;
 use crate::error::{ApiError, ApiResult};
-use crate::idempotency::Write;
 
-pub fn routes() -> Router<AppState> {
+pub fn routes(keyed: &Keyed) -> Router<AppState> {
     Router::new()
-        .route("/api/v1/uploads/{id}/like", put(like).delete(unlike))
-        .route("/api/v1/uploads/{id}/comments", get(comments).post(comment))
+        .route("/api/v1/uploads/{id}/like", put(like))
+        .route("/api/v1/uploads/{id}/like", keyed.route(delete(unlike)))
+        .route("/api/v1/uploads/{id}/comments", get(comments))
+        .route("/api/v1/uploads/{id}/comments", keyed.route(post(comment)))
 }
 
 #[derive(Serialize)]

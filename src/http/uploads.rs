@@ -6,7 +6,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::IDEMPOTENT_REPLAYED;
 use super::extract::{Guest, Viewer};
+use super::idempotency::{Keyed, Write};
 use super::views::UploadJson;
 use crate::app::AppState;
 use crate::blobs::BlobKey;
@@ -22,10 +23,9 @@ use crate::db::live::LiveKind;
 use crate::db::uploads::{ListQuery, UploadRow};
 use crate::domain::{ClientUploadId, EventSlug, UploadStatus};
 use crate::error::{ApiError, ApiResult};
-use crate::idempotency::Write;
 use crate::ingest::{Ingested, Outcome, ingest};
 
-pub fn routes() -> Router<AppState> {
+pub fn routes(keyed: &Keyed) -> Router<AppState> {
     Router::new()
         .route(
             "/api/v1/events/{slug}/uploads",
@@ -34,7 +34,8 @@ pub fn routes() -> Router<AppState> {
             post(create_upload).layer(DefaultBodyLimit::disable()).get(list_uploads),
         )
         .route("/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}", get(upload_by_client_id))
-        .route("/api/v1/uploads/{id}", get(get_upload).patch(change_upload).delete(delete_upload))
+        .route("/api/v1/uploads/{id}", get(get_upload))
+        .route("/api/v1/uploads/{id}", keyed.route(patch(change_upload).delete(delete_upload)))
 }
 
 async fn create_upload(
