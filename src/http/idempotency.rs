@@ -11,7 +11,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::MethodRouter;
+use utoipa_axum::router::{UtoipaMethodRouter, UtoipaMethodRouterExt};
 
 use super::IDEMPOTENT_REPLAYED;
 use super::extract::{MAX_JSON_BODY, principal, read_body};
@@ -39,10 +39,11 @@ impl Keyed {
         Self { state: state.clone(), keys }
     }
 
-    /// The write routes of `method_router` take an `Idempotency-Key` (POST, PATCH and DELETE:
-    /// a PUT is idempotent by its method).
-    pub fn route(&self, method_router: MethodRouter<AppState>) -> MethodRouter<AppState> {
-        method_router.route_layer(axum::middleware::from_fn_with_state(self.clone(), layer))
+    /// The writes of `routes` take an `Idempotency-Key` (POST, PATCH and DELETE: a PUT is
+    /// idempotent by its method). Only the handlers given here meet the layer.
+    pub fn route(&self, routes: UtoipaMethodRouter<AppState>) -> UtoipaMethodRouter<AppState> {
+        let layer = axum::middleware::from_fn_with_state(self.clone(), layer);
+        routes.map(|method_router| method_router.route_layer(layer))
     }
 }
 

@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod live;
 pub mod media;
 pub mod multipart;
+pub mod openapi;
 pub mod organiser;
 pub mod pages;
 pub mod problem;
@@ -23,15 +24,17 @@ pub mod system;
 pub mod uploads;
 pub mod views;
 
-use axum::Router;
+use axum::{Extension, Router};
 
 use crate::app::AppState;
 
-/// Every route. The writes that take an `Idempotency-Key` are wrapped by their module in
-/// `Keyed::route`.
+/// Every route, each API route with its operation in the API reference (`openapi`), which is
+/// made here once and served at `/api/v1/openapi.json`. The writes that take an
+/// `Idempotency-Key` are wrapped by their module in `Keyed::route`. The web page's routes are
+/// not part of the API.
 pub fn routes(state: &AppState) -> Router<AppState> {
     let keyed = idempotency::Keyed::new(state);
-    Router::new()
+    let (api, reference) = openapi::router()
         .merge(system::routes())
         .merge(events::routes(&keyed))
         .merge(guests::routes())
@@ -41,7 +44,8 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(export::routes())
         .merge(live::routes())
         .merge(media::routes())
-        .merge(pages::routes())
+        .split_for_parts();
+    api.layer(Extension(openapi::Document(openapi::document(reference)))).merge(pages::routes())
 }
 
 /// `Idempotent-Replayed: true`, on answers that repeat an earlier one.
