@@ -200,24 +200,24 @@ async fn change(
 refusals!(CreateEventRefusals {
     400 => problem("Malformed JSON, wrong content type, missing member, empty or over-long `name`, negative `guest_quota_bytes`. `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
     401 => problem("No credential, or a bearer token that is neither the admin token nor a known guest or organiser token.", &[Unauthenticated]),
-    403 => problem("A valid guest or organiser credential instead of the admin token (`forbidden`). `cross_origin`: the request was authenticated by a cookie and carries an `Origin` header that is not this server's own origin (the `Host` header or the public URL).", &[Forbidden, CrossOrigin]),
+    403 => or_cross_origin("A valid guest or organiser credential instead of the admin token (`forbidden`).", &[Forbidden]),
     409 => shared("IdempotencyKeyInFlight"),
-    413 => problem("The body is larger than 64 KiB (`limit_bytes`); nothing is written.", &[BodyTooLarge]),
+    413 => shared("BodyTooLarge"),
     422 => problem("`idempotency_key_reused`: this `Idempotency-Key` was already used for a different request. `weak_password`: `organiser_password` shorter than 8 characters or longer than 72 bytes.", &[WeakPassword, IdempotencyKeyReused]),
     500 => shared("Internal"),
 });
 
 refusals!(ChangeEventRefusals {
     400 => problem("Malformed JSON, wrong content type, empty or over-long `name`, negative `guest_quota_bytes`. `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
-    403 => problem("`forbidden`: a guest, or the organiser of another event (also when the slug names no event). `cross_origin`: the request was authenticated by a cookie and carries an `Origin` header that is not this server's own origin (the `Host` header or the public URL).", &[Forbidden, CrossOrigin]),
+    401 => shared("Unauthenticated"),
+    403 => or_cross_origin("`forbidden`: a guest, or the organiser of another event (also when the slug names no event).", &[Forbidden]),
     404 => problem("The event was removed while the request ran.", &[EventNotFound]),
     409 => shared("IdempotencyKeyInFlight"),
-    413 => problem("The body is larger than 64 KiB (`limit_bytes`); nothing is written.", &[BodyTooLarge]),
+    413 => shared("BodyTooLarge"),
     422 => shared("IdempotencyKeyReused"),
     500 => shared("Internal"),
 });
 
 refusals!(ShowEventRefusals {
-    404 => problem("No event with this slug.", &[EventNotFound]),
+    404 => shared("EventNotFound"),
 });

@@ -245,7 +245,7 @@ fn extension(content_type: &str) -> &'static str {
 mod tests;
 
 refusals!(ExportEventRefusals {
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
+    401 => shared("Unauthenticated"),
     403 => problem("`forbidden`: a guest, or the organiser of another event (also when the slug names no event).", &[Forbidden]),
     404 => problem("The slug is not a well-formed slug (checked after the credential).", &[EventNotFound]),
     500 => shared("Internal"),

@@ -143,8 +143,8 @@ async fn me(State(state): State<AppState>, Guest(guest): Guest) -> ApiResult<Jso
 refusals!(JoinEventRefusals {
     400 => problem("Malformed JSON, wrong content type, missing member.", &[InvalidRequest]),
     403 => problem("The join token is not this event's.", &[InvalidJoinToken]),
-    404 => problem("No event with this slug.", &[EventNotFound]),
-    413 => problem("The body is larger than 64 KiB (`limit_bytes`); nothing is written.", &[BodyTooLarge]),
+    404 => shared("EventNotFound"),
+    413 => shared("BodyTooLarge"),
     422 => problem("Display name empty (after trimming) or longer than 60 characters.", &[InvalidDisplayName]),
     429 => with_header(problem("Too many wrong join tokens from this client for this event; the body's `retry_after_s` repeats `Retry-After`.", &[TooManyAttempts]), "Retry-After", schemas::Seconds::schema(), "Seconds to wait before trying again."),
     500 => shared("Internal"),

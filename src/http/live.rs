@@ -119,8 +119,8 @@ impl Listener {
 }
 
 refusals!(LiveEventsRefusals {
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
+    401 => shared("Unauthenticated"),
     403 => problem("`wrong_event`: a guest of another event. `forbidden`: only the organiser of another event.", &[WrongEvent, Forbidden]),
-    404 => problem("No event with this slug.", &[EventNotFound]),
+    404 => shared("EventNotFound"),
     500 => shared("Internal"),
 });

@@ -282,20 +282,20 @@ mod tests {
 }
 
 refusals!(GetOriginalRefusals {
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
+    401 => shared("Unauthenticated"),
     404 => problem("No such upload, deleted, or not visible to the caller.", &[NotFound]),
     416 => with_header(problem("The range starts at or beyond the end of the file.", &[RangeNotSatisfiable]), "Content-Range", schemas::UnsatisfiedRange::schema(), "`bytes */{length}`."),
     500 => shared("Internal"),
 });
 
 refusals!(GetThumbRefusals {
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
+    401 => shared("Unauthenticated"),
     404 => problem("No such upload, deleted, or not visible to the caller; or its thumb does not exist (yet): the upload is still `processing`, or processing `failed`.", &[NotFound]),
     500 => shared("Internal"),
 });
 
 refusals!(GetPreviewRefusals {
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
+    401 => shared("Unauthenticated"),
     404 => problem("No such upload, deleted, or not visible to the caller; or its preview does not exist (yet): the upload is still `processing`, or processing `failed`.", &[NotFound]),
     500 => shared("Internal"),
 });

@@ -101,6 +101,25 @@ impl utoipa::Modify for Shared {
                 ),
             ),
             (
+                "Unauthenticated".to_owned(),
+                problem("No valid guest or organiser credential.", &[ErrorCode::Unauthenticated]),
+            ),
+            (
+                "BodyTooLarge".to_owned(),
+                problem(
+                    "The body is larger than 64 KiB (`limit_bytes`); nothing is written.",
+                    &[ErrorCode::BodyTooLarge],
+                ),
+            ),
+            ("EventNotFound".to_owned(), problem("No event with this slug.", &[ErrorCode::EventNotFound])),
+            (
+                "UploadNotFound".to_owned(),
+                problem(
+                    "Not a UUID, no such upload, deleted, or not visible to the caller (another event's upload; a hidden one for anyone but the organiser and its uploader).",
+                    &[ErrorCode::NotFound],
+                ),
+            ),
+            (
                 "IdempotencyKeyReused".to_owned(),
                 problem(
                     "`idempotency_key_reused`: this `Idempotency-Key` was already used by the same caller on this method and path for a different request (another body, query or content type). Nothing was run.",
@@ -126,6 +145,15 @@ pub fn problem(description: &str, codes: &[ErrorCode]) -> RefOr<Response> {
         .content(PROBLEM_JSON, ContentBuilder::new().schema(Some(Schema::AllOf(schema))).build())
         .build()
         .into()
+}
+
+/// A 403 that can also be `cross_origin`, for the writes a cookie can authenticate.
+pub fn or_cross_origin(description: &str, codes: &[ErrorCode]) -> RefOr<Response> {
+    let description = format!(
+        "{description} `cross_origin`: the request was authenticated by a cookie and carries an `Origin` header that is not this server's own origin (the `Host` header or the public URL)."
+    );
+    let codes: Vec<ErrorCode> = codes.iter().copied().chain([ErrorCode::CrossOrigin]).collect();
+    problem(&description, &codes)
 }
 
 /// A problem answer that also sends a header (`Retry-After`, `Content-Range`).
@@ -159,7 +187,7 @@ macro_rules! refusals {
                 #[allow(unused_imports)]
                 use $crate::error::ErrorCode::*;
                 #[allow(unused_imports)]
-                use $crate::http::openapi::{problem, schemas, shared, with_header};
+                use $crate::http::openapi::{or_cross_origin, problem, schemas, shared, with_header};
                 #[allow(unused_imports)]
                 use utoipa::PartialSchema;
                 std::collections::BTreeMap::from([$(($status.to_string(), $response)),*])

@@ -133,8 +133,8 @@ async fn logout(
 refusals!(OrganiserLoginRefusals {
     400 => problem("Malformed JSON, wrong content type, missing member.", &[InvalidRequest]),
     401 => problem("Wrong password.", &[InvalidCredentials]),
-    404 => problem("No event with this slug.", &[EventNotFound]),
-    413 => problem("The body is larger than 64 KiB (`limit_bytes`); nothing is written.", &[BodyTooLarge]),
+    404 => shared("EventNotFound"),
+    413 => shared("BodyTooLarge"),
     429 => with_header(problem("Too many wrong passwords from this client for this event; the body's `retry_after_s` repeats `Retry-After`.", &[TooManyAttempts]), "Retry-After", schemas::Seconds::schema(), "Seconds to wait before trying again."),
     500 => shared("Internal"),
 });

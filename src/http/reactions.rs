@@ -182,36 +182,36 @@ async fn comments(
 }
 
 refusals!(LikeUploadRefusals {
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
-    403 => problem("`forbidden`: an organiser (a like carries a guest's name). `cross_origin`: the request was authenticated by a cookie and carries an `Origin` header that is not this server's own origin (the `Host` header or the public URL).", &[Forbidden, CrossOrigin]),
-    404 => problem("Not a UUID, no such upload, deleted, or not visible to the caller (another event's upload; a hidden one for anyone but the organiser and its uploader).", &[NotFound]),
+    401 => shared("Unauthenticated"),
+    403 => or_cross_origin("`forbidden`: an organiser (a like carries a guest's name).", &[Forbidden]),
+    404 => shared("UploadNotFound"),
     500 => shared("Internal"),
 });
 
 refusals!(UnlikeUploadRefusals {
     400 => problem("`invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidIdempotencyKey, InvalidRequest]),
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
-    403 => problem("`forbidden`: an organiser (a like carries a guest's name). `cross_origin`: the request was authenticated by a cookie and carries an `Origin` header that is not this server's own origin (the `Host` header or the public URL).", &[Forbidden, CrossOrigin]),
-    404 => problem("Not a UUID, no such upload, deleted, or not visible to the caller (another event's upload; a hidden one for anyone but the organiser and its uploader).", &[NotFound]),
+    401 => shared("Unauthenticated"),
+    403 => or_cross_origin("`forbidden`: an organiser (a like carries a guest's name).", &[Forbidden]),
+    404 => shared("UploadNotFound"),
     409 => shared("IdempotencyKeyInFlight"),
-    413 => problem("The body is larger than 64 KiB (`limit_bytes`); nothing is written.", &[BodyTooLarge]),
+    413 => shared("BodyTooLarge"),
     422 => shared("IdempotencyKeyReused"),
     500 => shared("Internal"),
 });
 
 refusals!(ListCommentsRefusals {
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
-    404 => problem("Not a UUID, no such upload, deleted, or not visible to the caller (another event's upload; a hidden one for anyone but the organiser and its uploader).", &[NotFound]),
+    401 => shared("Unauthenticated"),
+    404 => shared("UploadNotFound"),
     500 => shared("Internal"),
 });
 
 refusals!(CreateCommentRefusals {
     400 => problem("Malformed JSON, wrong content type, `text` missing or not a string (`invalid_request`). `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
-    403 => problem("`forbidden`: an organiser (a comment carries a guest's name). `cross_origin`: the request was authenticated by a cookie and carries an `Origin` header that is not this server's own origin (the `Host` header or the public URL).", &[Forbidden, CrossOrigin]),
-    404 => problem("Not a UUID, no such upload, deleted, or not visible to the caller (another event's upload; a hidden one for anyone but the organiser and its uploader).", &[NotFound]),
+    401 => shared("Unauthenticated"),
+    403 => or_cross_origin("`forbidden`: an organiser (a comment carries a guest's name).", &[Forbidden]),
+    404 => shared("UploadNotFound"),
     409 => shared("IdempotencyKeyInFlight"),
-    413 => problem("The body is larger than 64 KiB (`limit_bytes`); nothing is written.", &[BodyTooLarge]),
+    413 => shared("BodyTooLarge"),
     422 => problem("`invalid_comment`: the text is empty (after trimming) or longer than 1000 characters. `idempotency_key_reused`: this `Idempotency-Key` was already used for a different request.", &[InvalidComment, IdempotencyKeyReused]),
     500 => shared("Internal"),
 });

@@ -467,7 +467,7 @@ async fn delete_upload(
 refusals!(CreateUploadRefusals {
     400 => problem("`invalid_multipart`: not `multipart/form-data`, malformed, more than one `file` part, or a text part that is not UTF-8. `missing_file`: a new upload without a `file` part. `invalid_client_upload_id`: the part is not a (non-nil) UUID. `idempotency_key_mismatch`: header and part hold different UUIDs. The multipart reader is bounded: a preamble over 4 KiB, a part's headers over 8 KiB or more than 16 parts are `invalid_multipart`, answered at once with `Connection: close`. A body that sends nothing for `--body-idle-timeout-s` is cut and nothing is kept.", &[InvalidMultipart, MissingFile, InvalidClientUploadId, IdempotencyKeyMismatch]),
     401 => problem("No valid guest credential.", &[Unauthenticated]),
-    403 => problem("`wrong_event`: the guest joined another event (also when the slug names no event). `uploads_closed`: a new upload while the organiser has closed uploads. `cross_origin`: the request was authenticated by a cookie and carries an `Origin` header that is not this server's own origin (the `Host` header or the public URL).", &[WrongEvent, UploadsClosed, CrossOrigin]),
+    403 => or_cross_origin("`wrong_event`: the guest joined another event (also when the slug names no event). `uploads_closed`: a new upload while the organiser has closed uploads.", &[WrongEvent, UploadsClosed]),
     409 => problem("The key is already used by another guest's upload; nothing about it is revealed.", &[ClientUploadIdConflict]),
     410 => problem("The key's upload was deleted since; it is not stored again.", &[UploadDeleted]),
     413 => problem("`file_too_large`: larger than `max_upload_bytes` (`limit_bytes`). `quota_exceeded`: `used_bytes + size > quota_bytes` (`quota_bytes`, `remaining_bytes`). `image_too_large`: the image header declares more than `max_image_pixels` (`pixels`, `limit_pixels`). `event_storage_full`: the file does not fit in what is left of the event's storage cap, all guests together (`cap_bytes`, `remaining_bytes`). A body larger than `max_upload_bytes` plus 64 KiB of framing is refused at once with `file_too_large` and the connection closed.", &[FileTooLarge, QuotaExceeded, ImageTooLarge, EventStorageFull]),
@@ -479,9 +479,9 @@ refusals!(CreateUploadRefusals {
 
 refusals!(ListUploadsRefusals {
     400 => problem("`limit` not a whole number (`invalid_request`), or a malformed `cursor` (`invalid_cursor`).", &[InvalidRequest, InvalidCursor]),
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
+    401 => shared("Unauthenticated"),
     403 => problem("`wrong_event`: a guest of another event. `forbidden`: only the organiser of another event.", &[WrongEvent, Forbidden]),
-    404 => problem("No event with this slug.", &[EventNotFound]),
+    404 => shared("EventNotFound"),
     500 => shared("Internal"),
 });
 
@@ -495,29 +495,29 @@ refusals!(GetUploadByClientIdRefusals {
 });
 
 refusals!(GetUploadRefusals {
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
+    401 => shared("Unauthenticated"),
     404 => problem("No such upload, deleted, or not visible to the caller.", &[NotFound]),
     500 => shared("Internal"),
 });
 
 refusals!(ChangeUploadRefusals {
     400 => problem("Malformed JSON, wrong content type, `hidden` missing or not a boolean, or another member (`invalid_request`). `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
-    403 => problem("`forbidden`: the caller is not an organiser (a guest, whatever the id or body): only the organiser hides. `cross_origin`: the request was authenticated by a cookie and carries an `Origin` header that is not this server's own origin (the `Host` header or the public URL).", &[Forbidden, CrossOrigin]),
+    401 => shared("Unauthenticated"),
+    403 => or_cross_origin("`forbidden`: the caller is not an organiser (a guest, whatever the id or body): only the organiser hides.", &[Forbidden]),
     404 => problem("Not a UUID, no such upload, deleted, or not visible to the caller (another event's upload; a hidden one for anyone but the organiser and its uploader). Also for the organiser of another event.", &[NotFound]),
     409 => shared("IdempotencyKeyInFlight"),
-    413 => problem("The body is larger than 64 KiB (`limit_bytes`); nothing is written.", &[BodyTooLarge]),
+    413 => shared("BodyTooLarge"),
     422 => shared("IdempotencyKeyReused"),
     500 => shared("Internal"),
 });
 
 refusals!(DeleteUploadRefusals {
     400 => problem("`invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidIdempotencyKey, InvalidRequest]),
-    401 => problem("No valid guest or organiser credential.", &[Unauthenticated]),
-    403 => problem("`forbidden`: another guest of the event (who can see the upload but did not upload it). `cross_origin`: the request was authenticated by a cookie and carries an `Origin` header that is not this server's own origin (the `Host` header or the public URL).", &[Forbidden, CrossOrigin]),
+    401 => shared("Unauthenticated"),
+    403 => or_cross_origin("`forbidden`: another guest of the event (who can see the upload but did not upload it).", &[Forbidden]),
     404 => problem("No such upload, already deleted, or not visible to the caller.", &[NotFound]),
     409 => shared("IdempotencyKeyInFlight"),
-    413 => problem("The body is larger than 64 KiB (`limit_bytes`); nothing is written.", &[BodyTooLarge]),
+    413 => shared("BodyTooLarge"),
     422 => shared("IdempotencyKeyReused"),
     500 => shared("Internal"),
 });
