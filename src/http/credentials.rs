@@ -113,3 +113,58 @@ async fn organiser_by_token(state: &AppState, token: &str, lookups: &mut u32) ->
     *lookups += 1;
     Ok(state.db.organiser_event(&auth::token_digest(token)).await?)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::domain::{EventName, OrganiserPassword};
+    use crate::events::NewEvent;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: crate::config::ServeArgs,
+    }
+
+    /// A request's credentials are looked up once: after the first extractor resolved them,
+    /// later ones read the request's extensions, whatever its headers say by then.
+    #[tokio::test]
+    async fn credentials_are_looked_up_once_per_request() -> anyhow::Result<()> {
+        let data = tempfile::tempdir()?;
+        let data_dir = data.path().to_str().unwrap_or_default();
+        let cli = Cli::try_parse_from(["serve", "--data-dir", data_dir, "--public-url", "http://confetti.test"])?;
+        let state = AppState::open(&cli.serve, "admin-token".into()).await?;
+        let new = NewEvent {
+            name: EventName::parse("Anna & Ben")?,
+            password: OrganiserPassword::parse("correct horse")?,
+            guest_quota_bytes: 1 << 20,
+            storage_cap_bytes: 1 << 30,
+        };
+        let prepared = crate::events::prepare(&state.blocking, new).await?;
+        let mut tx = state.db.begin().await?;
+        let event = crate::events::insert(&mut tx, &prepared).await?;
+        tx.commit().await?;
+        let (token, digest) = auth::new_token(GUEST_PREFIX)?;
+        let guest_id = uuid::Uuid::now_v7();
+        state.db.insert_guest(guest_id, event.id, "Ann", &digest).await?;
+
+        let request = axum::http::Request::post("/api/v1/uploads/x/comments")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(())?;
+        let (mut parts, ()) = request.into_parts();
+        let first = Credentials::of(&mut parts, &state).await?;
+        assert!(matches!(&first, Credentials::Bearer { guest: Some(g), .. } if g.id == guest_id), "{first:?}");
+        // Another token now: a second lookup would find nobody.
+        parts.headers.insert(header::AUTHORIZATION, "Bearer g_nobody".parse()?);
+        let second = Credentials::of(&mut parts, &state).await?;
+        assert!(matches!(&second, Credentials::Bearer { guest: Some(g), .. } if g.id == guest_id), "{second:?}");
+        // A request of its own asks the database.
+        let (mut other, ()) =
+            axum::http::Request::get("/").header(header::AUTHORIZATION, "Bearer g_nobody").body(())?.into_parts();
+        let third = Credentials::of(&mut other, &state).await?;
+        assert!(matches!(third, Credentials::Bearer { guest: None, organiser: None, admin: false }), "{third:?}");
+        Ok(())
+    }
+}
