@@ -9,6 +9,7 @@ pub mod credentials;
 pub mod events;
 pub mod export;
 pub mod extract;
+pub mod gallery;
 pub mod guests;
 pub mod idempotency;
 pub mod live;
@@ -40,6 +41,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(guests::routes())
         .merge(organiser::routes())
         .merge(uploads::routes(&keyed))
+        .merge(gallery::routes())
         .merge(reactions::routes(&keyed))
         .merge(export::routes())
         .merge(live::routes())

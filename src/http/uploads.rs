@@ -1,15 +1,13 @@
 //! Uploads: the deduplicated upload (the use case lives in `ingest`), reading one upload,
-//! the by-client-id preflight, the event listing, hiding and deleting.
+//! the by-client-id preflight, hiding and deleting. The event's listing is `gallery`.
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
 use utoipa_axum::routes;
@@ -23,8 +21,8 @@ use super::views::UploadJson;
 use crate::app::AppState;
 use crate::blobs::BlobKey;
 use crate::db::live::LiveKind;
-use crate::db::uploads::{ListQuery, UploadRow};
-use crate::domain::{ClientUploadId, EventSlug, UploadStatus};
+use crate::db::uploads::UploadRow;
+use crate::domain::{ClientUploadId, UploadStatus};
 use crate::error::{ApiError, ApiResult};
 use crate::ingest::{Ingested, Outcome, ingest};
 
@@ -33,7 +31,6 @@ pub fn routes(keyed: &Keyed) -> OpenApiRouter<AppState> {
         // The upload counts its own bytes against `max_upload_bytes`; axum's 2 MB default would
         // cut photos off. It has its own key (`ingest`), so it is not `Keyed`.
         .routes(routes!(create_upload).layer(DefaultBodyLimit::disable()))
-        .routes(routes!(list_uploads))
         .routes(routes!(upload_by_client_id))
         .routes(routes!(get_upload))
         .routes(keyed.route(routes!(change_upload, delete_upload)))
@@ -205,125 +202,6 @@ async fn upload_by_client_id(
     }
 }
 
-#[derive(Deserialize)]
-struct ListParams {
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
-/// The page size's bounds: `list_uploads` clamps `limit` to them, and the document says them.
-const MIN_PAGE: i64 = 1;
-const DEFAULT_PAGE: i64 = 50;
-const MAX_PAGE: i64 = 100;
-
-/// Written by hand so that the bounds the document states are the constants the server clamps to.
-impl utoipa::IntoParams for ListParams {
-    fn into_params(
-        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
-    ) -> Vec<utoipa::openapi::path::Parameter> {
-        use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
-        use utoipa::openapi::{ObjectBuilder, Required, Type};
-        let limit = ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .default(Some(DEFAULT_PAGE.into()))
-            .minimum(Some(MIN_PAGE))
-            .maximum(Some(MAX_PAGE));
-        let description = format!(
-            "Page size: default {DEFAULT_PAGE}, clamped to {MIN_PAGE}–{MAX_PAGE}. Not a whole number: 400 `invalid_request`. Empty: the default."
-        );
-        let cursor = "`next_cursor` of the previous page (opaque). Not one this server gave out: 400 `invalid_cursor`. Empty: the first page.";
-        vec![
-            ParameterBuilder::new()
-                .name("limit")
-                .parameter_in(ParameterIn::Query)
-                .required(Required::False)
-                .description(Some(description))
-                .schema(Some(limit))
-                .build(),
-            ParameterBuilder::new()
-                .name("cursor")
-                .parameter_in(ParameterIn::Query)
-                .required(Required::False)
-                .description(Some(cursor))
-                .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
-                .build(),
-        ]
-    }
-}
-
-#[derive(Serialize, ToSchema)]
-struct UploadPage {
-    /// Newest first.
-    items: Vec<UploadJson>,
-    /// Pass as `cursor` for the next (older) page; null on the last page.
-    #[schema(required = true)]
-    next_cursor: Option<String>,
-}
-
-/// List an event's uploads
-///
-/// Newest first, keyset-paginated: a cursor stays valid while photos are added. For the event's guests and its
-/// organiser. A hidden upload appears to the organiser and to its own uploader (with status `hidden`), never to
-/// other guests. Deleted uploads never appear.
-#[utoipa::path(
-    get,
-    path = "/api/v1/events/{slug}/uploads",
-    operation_id = "listUploads",
-    tag = "uploads",
-    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
-    params(SlugParam, ListParams),
-    responses(
-        (status = 200, description = "One page.", body = UploadPage),
-        ListUploadsRefusals,
-    ),
-)]
-async fn list_uploads(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    Path(slug): Path<String>,
-    Query(params): Query<ListParams>,
-) -> ApiResult<Json<UploadPage>> {
-    let slug = EventSlug::parse(&slug)?;
-    let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
-    if !viewer.can_see_event(event.id) {
-        return Err(if viewer.guest.is_some() { ApiError::WrongEvent } else { ApiError::Forbidden });
-    }
-    let limit = match params.limit.as_deref() {
-        None | Some("") => DEFAULT_PAGE,
-        Some(raw) => raw
-            .parse::<i64>()
-            .map_err(|_| ApiError::InvalidRequest("`limit` must be a whole number".into()))?
-            .clamp(MIN_PAGE, MAX_PAGE),
-    };
-    let before = match params.cursor.as_deref() {
-        None | Some("") => None,
-        Some(raw) => Some(decode_cursor(raw)?),
-    };
-    let query = ListQuery {
-        event_id: event.id,
-        viewer_guest: viewer.guest.as_ref().filter(|g| g.event_id == event.id).map(|g| g.id),
-        organiser: viewer.is_organiser_of(event.id),
-        before,
-        limit: limit + 1,
-    };
-    let mut rows = state.db.list_uploads(&query).await?;
-    let next_cursor = if rows.len() as i64 > limit {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| URL_SAFE_NO_PAD.encode(r.id.as_bytes()))
-    } else {
-        None
-    };
-    Ok(Json(UploadPage { items: rows.iter().map(UploadJson::new).collect(), next_cursor }))
-}
-
-fn decode_cursor(raw: &str) -> ApiResult<Uuid> {
-    URL_SAFE_NO_PAD
-        .decode(raw)
-        .ok()
-        .and_then(|bytes| Uuid::from_slice(&bytes).ok())
-        .ok_or_else(|| ApiError::InvalidCursor("the cursor is not one this server gave out".into()))
-}
-
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ChangeUpload {
@@ -475,14 +353,6 @@ refusals!(CreateUploadRefusals {
     422 => problem("`client_upload_id_reused`: same guest and key, but another file name or caption. `invalid_caption`: the caption is longer than 500 characters.", &[ClientUploadIdReused, InvalidCaption]),
     500 => shared("Internal"),
     507 => problem("The server's photo disk has less free space than its floor (`--min-free-bytes`); nothing is stored. A replay still answers 200. Retry later.", &[InsufficientStorage]),
-});
-
-refusals!(ListUploadsRefusals {
-    400 => problem("`limit` not a whole number (`invalid_request`), or a malformed `cursor` (`invalid_cursor`).", &[InvalidRequest, InvalidCursor]),
-    401 => shared("Unauthenticated"),
-    403 => problem("`wrong_event`: a guest of another event. `forbidden`: only the organiser of another event.", &[WrongEvent, Forbidden]),
-    404 => shared("EventNotFound"),
-    500 => shared("Internal"),
 });
 
 refusals!(GetUploadByClientIdRefusals {
