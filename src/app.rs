@@ -108,10 +108,10 @@ pub fn router(state: AppState) -> Router {
     // Outermost first: panics become a 500 problem, then every request is traced
     // (the span names the route template, never the raw path with its ids), then every
     // answer gets the security headers, then every error answer is made problem+json (axum's
-    // own rejections are text); innermost, on matched routes only, the Idempotency-Key of writes.
+    // own rejections are text). The Idempotency-Key layer sits on the write routes that take
+    // part (`http::idempotency::Keyed`).
     Router::new()
-        .merge(crate::http::routes())
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::layer))
+        .merge(crate::http::routes(&state))
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(axum::middleware::map_response(crate::http::problem::ensure))

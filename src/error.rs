@@ -4,7 +4,149 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+
+/// Declares `ErrorCode` from one list: each code's variant, its text, its status and what it
+/// means (for the API reference's table of codes).
+macro_rules! error_codes {
+    ($($variant:ident = $code:literal, $status:ident, $meaning:literal;)*) => {
+        /// Every `code` a problem answer can carry: the one list the server answers from and
+        /// the API reference documents (`ErrorCode` schema, `http::openapi`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $(#[doc = $meaning] $variant,)*
+        }
+
+        impl ErrorCode {
+            pub const ALL: &[ErrorCode] = &[$(ErrorCode::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $code,)*
+                }
+            }
+
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(ErrorCode::$variant => StatusCode::$status,)*
+                }
+            }
+
+            /// When a client gets it, for people.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $meaning,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    Unauthenticated = "unauthenticated", UNAUTHORIZED,
+        "No valid guest, organiser or admin credential (missing, unknown, expired or ended, or of the wrong kind); `/metrics` without its token when one is set.";
+    InvalidCredentials = "invalid_credentials", UNAUTHORIZED,
+        "Organiser login: wrong password.";
+    Forbidden = "forbidden", FORBIDDEN,
+        "The caller is authenticated but may not do this (organiser-only or admin-only action, another guest's upload, another event's organiser, an organiser liking or commenting).";
+    WrongEvent = "wrong_event", FORBIDDEN,
+        "The guest joined another event than the one in the path.";
+    UploadsClosed = "uploads_closed", FORBIDDEN,
+        "The event's organiser closed uploads (never answered to a replay).";
+    CrossOrigin = "cross_origin", FORBIDDEN,
+        "A cookie-authenticated state-changing request (POST, PUT, PATCH, DELETE) whose `Origin` header is present and is not this server's own origin.";
+    InvalidJoinToken = "invalid_join_token", FORBIDDEN,
+        "Joining: the join token is not this event's.";
+    TooManyAttempts = "too_many_attempts", TOO_MANY_REQUESTS,
+        "Organiser login or joining: too many wrong passwords or join tokens from this client for this event (an attempt counts before the secret is checked, so simultaneous guesses do not slip through); `Retry-After` and `retry_after_s` say when to try again.";
+    EventNotFound = "event_not_found", NOT_FOUND,
+        "No event with this slug.";
+    NotFound = "not_found", NOT_FOUND,
+        "No such upload, or not one the caller may see (also: deleted, or another guest's key); a thumbnail or preview that does not exist (yet); a path no route matches.";
+    UploadDeleted = "upload_deleted", GONE,
+        "The upload named by this client upload id was deleted; it is not stored again.";
+    ClientUploadIdConflict = "client_upload_id_conflict", CONFLICT,
+        "The client upload id belongs to another guest's upload; nothing about that upload is revealed.";
+    ClientUploadIdReused = "client_upload_id_reused", UNPROCESSABLE_ENTITY,
+        "The same guest re-used a client upload id with another file name or caption.";
+    InvalidMultipart = "invalid_multipart", BAD_REQUEST,
+        "The body is not valid `multipart/form-data` (or has more than one `file` part, or a text part that is not UTF-8).";
+    MissingFile = "missing_file", BAD_REQUEST,
+        "A new upload without a `file` part.";
+    InvalidClientUploadId = "invalid_client_upload_id", BAD_REQUEST,
+        "A `client_upload_id` (part or path segment) that is not a non-nil UUID.";
+    IdempotencyKeyMismatch = "idempotency_key_mismatch", BAD_REQUEST,
+        "The `Idempotency-Key` header and the `client_upload_id` part hold different UUIDs.";
+    InvalidIdempotencyKey = "invalid_idempotency_key", BAD_REQUEST,
+        "A keyed write (not an upload) whose `Idempotency-Key` is not 1–255 printable ASCII characters.";
+    IdempotencyKeyInFlight = "idempotency_key_in_flight", CONFLICT,
+        "An earlier request with this `Idempotency-Key` is still running (or this attempt's claim on the key was taken over by a retry, and its write rolled back); `Retry-After` says when to try again with the same key.";
+    IdempotencyKeyReused = "idempotency_key_reused", UNPROCESSABLE_ENTITY,
+        "This `Idempotency-Key` was already used by the same caller on the same method and path for a different request (another body, query or content type).";
+    FileTooLarge = "file_too_large", PAYLOAD_TOO_LARGE,
+        "The file is larger than `max_upload_bytes` (see `limit_bytes`).";
+    QuotaExceeded = "quota_exceeded", PAYLOAD_TOO_LARGE,
+        "The file does not fit in the guest's remaining quota (see `quota_bytes`, `remaining_bytes`).";
+    UnsupportedMediaType = "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE,
+        "The bytes are not a supported image (JPEG, PNG, WebP, GIF), whatever the declared type; also a damaged or cut-short image, and an empty file.";
+    ImageTooLarge = "image_too_large", PAYLOAD_TOO_LARGE,
+        "The image header declares more than `max_image_pixels` pixels (see `pixels`, `limit_pixels`).";
+    WeakPassword = "weak_password", UNPROCESSABLE_ENTITY,
+        "Creating an event: the organiser password has fewer than 8 characters or more than 72 bytes.";
+    InvalidDisplayName = "invalid_display_name", UNPROCESSABLE_ENTITY,
+        "Joining: the display name is empty (after trimming) or longer than 60 characters.";
+    InvalidCaption = "invalid_caption", UNPROCESSABLE_ENTITY,
+        "Uploading: the caption is longer than 500 characters.";
+    InvalidComment = "invalid_comment", UNPROCESSABLE_ENTITY,
+        "Commenting: the text is empty (after trimming) or longer than 1000 characters.";
+    InvalidRequest = "invalid_request", BAD_REQUEST,
+        "The JSON body is malformed, is not `application/json`, or misses a field; or a field or query value is out of range (empty or over-long event name, negative quota, non-numeric `limit`, a member other than `hidden` when changing an upload); or a path segment that is not valid UTF-8, or a query parameter given twice.";
+    InvalidCursor = "invalid_cursor", BAD_REQUEST,
+        "Listing: the `cursor` is not one this server gave out.";
+    Internal = "internal", INTERNAL_SERVER_ERROR,
+        "Something unexpected failed (database, storage, a panic). Logged on the server; `detail` says nothing more.";
+    BodyTooLarge = "body_too_large", PAYLOAD_TOO_LARGE,
+        "A JSON body, or the body of any write carrying an `Idempotency-Key`, larger than 64 KiB (see `limit_bytes`).";
+    EventStorageFull = "event_storage_full", PAYLOAD_TOO_LARGE,
+        "The file does not fit in what is left of the event's storage cap, all guests together (see `cap_bytes`, `remaining_bytes`).";
+    InsufficientStorage = "insufficient_storage", INSUFFICIENT_STORAGE,
+        "The server's disk is nearly full (below its free-space floor); uploads wait until the operator makes room.";
+    RangeNotSatisfiable = "range_not_satisfiable", RANGE_NOT_SATISFIABLE,
+        "The `Range` starts at or beyond the end of the file; `Content-Range: bytes */{length}`.";
+    MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED,
+        "The path exists but not with this method.";
+    NotReady = "not_ready", SERVICE_UNAVAILABLE,
+        "`/readyz`: the database does not answer.";
+}
+
+impl serde::Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A string enum of every code, with the table of their statuses and meanings.
+impl utoipa::PartialSchema for ErrorCode {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let mut description = String::from(
+            "Every `code` this server can answer. Each operation's error responses list the codes that operation can produce.\n\n| code | status | meaning |\n| --- | --- | --- |",
+        );
+        for code in ErrorCode::ALL {
+            description.push_str(&format!(
+                "\n| `{}` | {} | {} |",
+                code.as_str(),
+                code.status().as_u16(),
+                code.meaning()
+            ));
+        }
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::String)
+            .description(Some(description))
+            .enum_values(Some(ErrorCode::ALL.iter().map(|code| code.as_str())))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ErrorCode {}
 
 use crate::domain::{InvalidClientUploadId, InvalidEventSlug, InvalidText, WeakPassword};
 
@@ -88,106 +230,119 @@ pub enum ApiError {
 
 impl ApiError {
     pub fn status(&self) -> StatusCode {
-        use ApiError::*;
-        match self {
-            Unauthenticated | InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Forbidden | WrongEvent | UploadsClosed | CrossOrigin | InvalidJoinToken => StatusCode::FORBIDDEN,
-            TooManyAttempts { .. } => StatusCode::TOO_MANY_REQUESTS,
-            EventNotFound | NotFound => StatusCode::NOT_FOUND,
-            UploadDeleted => StatusCode::GONE,
-            ClientUploadIdConflict => StatusCode::CONFLICT,
-            ClientUploadIdReused(_)
-            | WeakPassword(_)
-            | InvalidDisplayName(_)
-            | InvalidCaption(_)
-            | InvalidComment(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            InvalidMultipart(_)
-            | MissingFile
-            | InvalidClientUploadId
-            | IdempotencyKeyMismatch
-            | InvalidRequest(_)
-            | InvalidCursor(_) => StatusCode::BAD_REQUEST,
-            FileTooLarge { .. }
-            | QuotaExceeded { .. }
-            | ImageTooLarge { .. }
-            | BodyTooLarge { .. }
-            | EventStorageFull { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
-            UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            RangeNotSatisfiable { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
-            InvalidIdempotencyKey => StatusCode::BAD_REQUEST,
-            IdempotencyKeyInFlight { .. } => StatusCode::CONFLICT,
-            IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            NotReady => StatusCode::SERVICE_UNAVAILABLE,
-            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        self.code().status()
     }
 
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         use ApiError::*;
         match self {
-            Unauthenticated => "unauthenticated",
-            Forbidden => "forbidden",
-            WrongEvent => "wrong_event",
-            UploadsClosed => "uploads_closed",
-            CrossOrigin => "cross_origin",
-            InvalidJoinToken => "invalid_join_token",
-            InvalidCredentials => "invalid_credentials",
-            TooManyAttempts { .. } => "too_many_attempts",
-            EventNotFound => "event_not_found",
-            NotFound => "not_found",
-            UploadDeleted => "upload_deleted",
-            ClientUploadIdConflict => "client_upload_id_conflict",
-            ClientUploadIdReused(_) => "client_upload_id_reused",
-            InvalidMultipart(_) => "invalid_multipart",
-            MissingFile => "missing_file",
-            InvalidClientUploadId => "invalid_client_upload_id",
-            IdempotencyKeyMismatch => "idempotency_key_mismatch",
-            FileTooLarge { .. } => "file_too_large",
-            QuotaExceeded { .. } => "quota_exceeded",
-            UnsupportedMediaType(_) => "unsupported_media_type",
-            ImageTooLarge { .. } => "image_too_large",
-            WeakPassword(_) => "weak_password",
-            InvalidDisplayName(_) => "invalid_display_name",
-            InvalidCaption(_) => "invalid_caption",
-            InvalidComment(_) => "invalid_comment",
-            InvalidRequest(_) => "invalid_request",
-            InvalidCursor(_) => "invalid_cursor",
-            BodyTooLarge { .. } => "body_too_large",
-            EventStorageFull { .. } => "event_storage_full",
-            InsufficientStorage => "insufficient_storage",
-            RangeNotSatisfiable { .. } => "range_not_satisfiable",
-            InvalidIdempotencyKey => "invalid_idempotency_key",
-            IdempotencyKeyInFlight { .. } => "idempotency_key_in_flight",
-            IdempotencyKeyReused => "idempotency_key_reused",
-            MethodNotAllowed => "method_not_allowed",
-            NotReady => "not_ready",
-            Internal(_) => "internal",
+            Unauthenticated => ErrorCode::Unauthenticated,
+            Forbidden => ErrorCode::Forbidden,
+            WrongEvent => ErrorCode::WrongEvent,
+            UploadsClosed => ErrorCode::UploadsClosed,
+            CrossOrigin => ErrorCode::CrossOrigin,
+            InvalidJoinToken => ErrorCode::InvalidJoinToken,
+            InvalidCredentials => ErrorCode::InvalidCredentials,
+            TooManyAttempts { .. } => ErrorCode::TooManyAttempts,
+            EventNotFound => ErrorCode::EventNotFound,
+            NotFound => ErrorCode::NotFound,
+            UploadDeleted => ErrorCode::UploadDeleted,
+            ClientUploadIdConflict => ErrorCode::ClientUploadIdConflict,
+            ClientUploadIdReused(_) => ErrorCode::ClientUploadIdReused,
+            InvalidMultipart(_) => ErrorCode::InvalidMultipart,
+            MissingFile => ErrorCode::MissingFile,
+            InvalidClientUploadId => ErrorCode::InvalidClientUploadId,
+            IdempotencyKeyMismatch => ErrorCode::IdempotencyKeyMismatch,
+            FileTooLarge { .. } => ErrorCode::FileTooLarge,
+            QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
+            UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
+            ImageTooLarge { .. } => ErrorCode::ImageTooLarge,
+            WeakPassword(_) => ErrorCode::WeakPassword,
+            InvalidDisplayName(_) => ErrorCode::InvalidDisplayName,
+            InvalidCaption(_) => ErrorCode::InvalidCaption,
+            InvalidComment(_) => ErrorCode::InvalidComment,
+            InvalidRequest(_) => ErrorCode::InvalidRequest,
+            InvalidCursor(_) => ErrorCode::InvalidCursor,
+            BodyTooLarge { .. } => ErrorCode::BodyTooLarge,
+            EventStorageFull { .. } => ErrorCode::EventStorageFull,
+            InsufficientStorage => ErrorCode::InsufficientStorage,
+            RangeNotSatisfiable { .. } => ErrorCode::RangeNotSatisfiable,
+            InvalidIdempotencyKey => ErrorCode::InvalidIdempotencyKey,
+            IdempotencyKeyInFlight { .. } => ErrorCode::IdempotencyKeyInFlight,
+            IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
+            MethodNotAllowed => ErrorCode::MethodNotAllowed,
+            NotReady => ErrorCode::NotReady,
+            Internal(_) => ErrorCode::Internal,
         }
     }
 
     /// Extra members a client can act on without parsing `detail` (which limit, how much is left).
-    fn extensions(&self) -> serde_json::Value {
-        match self {
+    fn extensions(&self, problem: &mut Problem) {
+        match *self {
             ApiError::FileTooLarge { limit_bytes } | ApiError::BodyTooLarge { limit_bytes } => {
-                json!({ "limit_bytes": limit_bytes })
+                problem.limit_bytes = Some(limit_bytes);
             }
             ApiError::EventStorageFull { cap_bytes, remaining_bytes } => {
-                json!({ "cap_bytes": cap_bytes, "remaining_bytes": remaining_bytes })
+                problem.cap_bytes = Some(cap_bytes);
+                problem.remaining_bytes = Some(remaining_bytes);
             }
             ApiError::QuotaExceeded { quota_bytes, remaining_bytes } => {
-                json!({ "quota_bytes": quota_bytes, "remaining_bytes": remaining_bytes })
+                problem.quota_bytes = Some(quota_bytes);
+                problem.remaining_bytes = Some(remaining_bytes);
             }
             ApiError::ImageTooLarge { pixels, limit } => {
-                json!({ "pixels": pixels, "limit_pixels": limit })
+                problem.pixels = Some(pixels);
+                problem.limit_pixels = Some(limit);
             }
-            ApiError::TooManyAttempts { retry_after_s } => {
-                json!({ "retry_after_s": retry_after_s })
-            }
-            _ => json!({}),
+            ApiError::TooManyAttempts { retry_after_s } => problem.retry_after_s = Some(retry_after_s),
+            _ => {}
         }
     }
+}
+
+/// RFC 9457 problem details, as every `/api/v1` error is answered (`Content-Type: application/problem+json`).
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    /// `https://confetti.invalid/problems/{code}`.
+    #[serde(rename = "type")]
+    #[schema(format = "uri", examples("https://confetti.invalid/problems/quota_exceeded"))]
+    pub kind: String,
+    /// The status's reason phrase.
+    #[schema(examples("Payload Too Large"))]
+    pub title: String,
+    #[schema(minimum = 400, maximum = 599)]
+    pub status: u16,
+    /// For people; never branch on it. A 5xx says only that the failure was logged.
+    pub detail: String,
+    pub code: ErrorCode,
+    /// With `file_too_large`: `max_upload_bytes`; with `body_too_large`: the body limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub limit_bytes: Option<u64>,
+    /// With `quota_exceeded`: the guest's quota.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub quota_bytes: Option<i64>,
+    /// With `event_storage_full`: the event's storage cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub cap_bytes: Option<i64>,
+    /// With `quota_exceeded`: what is left of it; with `event_storage_full`: what is left of the cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub remaining_bytes: Option<i64>,
+    /// With `image_too_large`: the pixels the image header declares.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub pixels: Option<u64>,
+    /// With `image_too_large`: `max_image_pixels`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub limit_pixels: Option<u64>,
+    /// With `too_many_attempts`: seconds until the next attempt is allowed (as in `Retry-After`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, minimum = 1)]
+    pub retry_after_s: Option<u64>,
 }
 
 /// Any unexpected failure (database, storage, a panicked blocking task) is an internal error.
@@ -245,16 +400,22 @@ impl IntoResponse for ApiError {
         } else {
             self.to_string()
         };
-        let mut body = json!({
-            "type": format!("https://confetti.invalid/problems/{}", self.code()),
-            "title": status.canonical_reason().unwrap_or("Error"),
-            "status": status.as_u16(),
-            "detail": detail,
-            "code": self.code(),
-        });
-        if let (Some(obj), serde_json::Value::Object(ext)) = (body.as_object_mut(), self.extensions()) {
-            obj.extend(ext);
-        }
+        let code = self.code();
+        let mut body = Problem {
+            kind: format!("https://confetti.invalid/problems/{}", code.as_str()),
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: status.as_u16(),
+            detail,
+            code,
+            limit_bytes: None,
+            quota_bytes: None,
+            cap_bytes: None,
+            remaining_bytes: None,
+            pixels: None,
+            limit_pixels: None,
+            retry_after_s: None,
+        };
+        self.extensions(&mut body);
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));

@@ -27,6 +27,7 @@ both_backends!(
     invalid_keys_are_refused,
     a_keyed_delete_replays_its_204_while_a_bare_repeat_is_404,
     info_announces_the_capability_and_its_timing,
+    the_writes_that_do_not_take_part_never_claim_a_key,
 );
 
 fn event_body(name: &str) -> Value {
@@ -363,4 +364,56 @@ async fn info_announces_the_capability_and_its_timing(backend: Backend) {
     let info: Value = app.client.get(app.url("/api/v1/info")).send().await.expect("info").json().await.expect("json");
     assert!(info["capabilities"].as_array().expect("capabilities").contains(&json!("idempotency_keys")));
     assert_eq!(info["idempotency"], json!({"retention_s": 90_000, "lease_s": 7}));
+}
+
+/// The key layer sits only on the writes that take part: an upload (whose body it must never
+/// buffer), joining, organiser login and liking run as they would without the header, and
+/// nothing is claimed.
+async fn the_writes_that_do_not_take_part_never_claim_a_key(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options { derivative_workers: Some(0), ..Options::default() }).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Ann").await;
+    let photo = images::jpeg(8, 8);
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let form = common::upload_form(&photo, None, "photo.jpg", None);
+        let response = app.upload_form(&guest, form, Some("not-a-uuid")).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "an upload ignores a key that is not a UUID");
+        assert!(response.headers().get("idempotent-replayed").is_none(), "nothing replayed");
+        let body: Value = response.json().await.expect("upload json");
+        ids.push(body["id"].as_str().expect("id").to_owned());
+    }
+    assert_ne!(ids[0], ids[1], "each upload without its own key is a new upload");
+    for _ in 0..2 {
+        let joined = app
+            .client
+            .post(app.url(&format!("/api/v1/events/{}/guests", event.slug)))
+            .header("Idempotency-Key", "join-1")
+            .json(&json!({"join_token": event.join_token, "display_name": "Ben"}))
+            .send()
+            .await
+            .expect("join");
+        assert_eq!(joined.status(), StatusCode::CREATED, "joining ignores the key");
+        let login = app
+            .client
+            .post(app.url(&format!("/api/v1/events/{}/organiser-sessions", event.slug)))
+            .header("Idempotency-Key", "login-1")
+            .json(&json!({"password": event.password}))
+            .send()
+            .await
+            .expect("login");
+        assert_eq!(login.status(), StatusCode::CREATED, "organiser login ignores the key");
+        let like = app
+            .client
+            .put(app.url(&format!("/api/v1/uploads/{}/like", ids[0])))
+            .bearer_auth(&guest.token)
+            .header("Idempotency-Key", "like-1")
+            .send()
+            .await
+            .expect("like");
+        assert_eq!(like.status(), StatusCode::OK, "a PUT ignores the key");
+    }
+    assert_eq!(metric(&app, "executions").await, 0, "no key was claimed");
+    assert_eq!(metric(&app, "replays").await, 0, "no answer was replayed");
+    app.stop().await;
 }

@@ -1,51 +1,76 @@
-//! The API reference (`static/openapi.json`, served at `/api/v1/openapi.json`) against the server:
-//! every route documented, every error a problem with its `code`, every `code` of `src/error.rs`
-//! documented, and the Upload exactly as API.md has it. No server needed.
+//! The API reference the server serves at `/api/v1/openapi.json`, generated from its code: a
+//! valid OpenAPI 3.1 document; every route answers as a route (not the router's fallback);
+//! every error a problem with its `code`, every `ErrorCode` of the server documented; the
+//! paging bounds the ones the server clamps to; the keyed writes exactly those that take an
+//! `Idempotency-Key`; and the Upload exactly as API.md has it.
+
+mod common;
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use common::{ADMIN_TOKEN, Backend, Options, TestApp, assert_problem, images};
+use confetti::error::ErrorCode;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use uuid::Uuid;
 
-const DOCUMENT: &str = include_str!("../static/openapi.json");
-const ERROR_RS: &str = include_str!("../src/error.rs");
+/// The document as served, parsed and as text (its text keeps the order of properties).
+struct Served {
+    doc: Value,
+    text: String,
+}
 
-/// Every route the server has. A route added to `src/http/` without documenting it belongs
-/// here too — and then this test says what the document is missing.
-const OPERATIONS: &[(&str, &str)] = &[
-    ("get", "/healthz"),
-    ("get", "/readyz"),
-    ("get", "/metrics"),
-    ("get", "/api/v1/info"),
-    ("get", "/api/v1/openapi.json"),
-    ("post", "/api/v1/events"),
-    ("get", "/api/v1/events/{slug}"),
-    ("patch", "/api/v1/events/{slug}"),
-    ("post", "/api/v1/events/{slug}/guests"),
-    ("get", "/api/v1/me"),
-    ("post", "/api/v1/events/{slug}/organiser-sessions"),
-    ("delete", "/api/v1/events/{slug}/organiser-sessions/current"),
-    ("post", "/api/v1/events/{slug}/uploads"),
-    ("get", "/api/v1/events/{slug}/uploads"),
-    ("get", "/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}"),
-    ("get", "/api/v1/events/{slug}/export.zip"),
-    ("get", "/api/v1/events/{slug}/live"),
-    ("get", "/api/v1/uploads/{id}"),
-    ("patch", "/api/v1/uploads/{id}"),
-    ("delete", "/api/v1/uploads/{id}"),
-    ("put", "/api/v1/uploads/{id}/like"),
-    ("delete", "/api/v1/uploads/{id}/like"),
-    ("get", "/api/v1/uploads/{id}/comments"),
-    ("post", "/api/v1/uploads/{id}/comments"),
-    ("get", "/api/v1/uploads/{id}/original"),
-    ("get", "/api/v1/uploads/{id}/thumb"),
-    ("get", "/api/v1/uploads/{id}/preview"),
-];
+async fn served(app: &TestApp) -> Served {
+    let response = app.client.get(app.url("/api/v1/openapi.json")).send().await.expect("GET /api/v1/openapi.json");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let text = response.text().await.expect("the document");
+    let doc = serde_json::from_str(&text).expect("the document is JSON");
+    Served { doc, text }
+}
+
+/// Checks of the document alone: each runs against the document a fresh server serves.
+macro_rules! document_tests {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test]
+                async fn on_the_served_document() {
+                    let app = $crate::common::TestApp::spawn($crate::common::Backend::Sqlite).await;
+                    let served = super::served(&app).await;
+                    super::$name(&served);
+                    app.stop().await;
+                }
+            }
+        )*
+    };
+}
+
+document_tests!(
+    the_document_is_valid_openapi_3_1,
+    every_error_code_of_the_server_is_documented,
+    every_operation_says_who_may_call_it_and_what_it_answers,
+    every_error_response_is_a_problem_with_its_codes,
+    the_upload_is_the_one_of_api_md,
+    the_upload_form_has_its_parts_in_order,
+    the_keyed_writes_document_their_idempotency_key,
+    every_write_is_keyed_or_says_why_not,
+    likes_and_comments_are_the_ones_of_api_md,
+    the_non_json_answers_say_their_media_type,
+    the_obvious_chains_are_linked,
+);
+
+both_backends!(
+    every_documented_operation_is_a_route_the_server_serves,
+    the_paging_bounds_are_the_ones_the_server_clamps_to,
+    the_keyed_writes_are_exactly_those_that_take_a_key,
+);
 
 /// Error responses that are not problem+json (none: every error is).
 const NOT_PROBLEMS: &[(&str, &str, &str)] = &[];
 
-/// The writes that take the general `Idempotency-Key` (src/idempotency.rs), with their success
-/// status: every authenticated POST, PATCH and DELETE except the upload, which has its own key.
+/// The writes that take the general `Idempotency-Key` (their routes are `Keyed`), with their
+/// success status: every authenticated POST, PATCH and DELETE except the upload, which has its own key.
 const KEYED_WRITES: &[(&str, &str, &str)] = &[
     ("post", "/api/v1/events", "201"),
     ("patch", "/api/v1/events/{slug}", "200"),
@@ -102,10 +127,6 @@ const UPLOAD_KEYS: &[&str] = &[
     "comments",
     "urls",
 ];
-
-fn document() -> Value {
-    serde_json::from_str(DOCUMENT).expect("static/openapi.json is JSON")
-}
 
 /// The node a local `$ref` (`#/a/b`) points to.
 fn resolve<'a>(doc: &'a Value, reference: &str) -> &'a Value {
@@ -171,23 +192,6 @@ fn enum_values(node: &Value, out: &mut BTreeSet<String>) {
     }
 }
 
-/// The string literals of `ApiError::code`'s match in src/error.rs: the body of `fn code`,
-/// up to the next `fn`, and every `"…"` in it.
-fn codes_in_error_rs() -> BTreeSet<String> {
-    let start = ERROR_RS.find("fn code(").expect("src/error.rs has `fn code(`");
-    let body = &ERROR_RS[start + "fn code(".len()..];
-    let body = &body[..body.find("fn ").unwrap_or(body.len())];
-    let codes: BTreeSet<String> = body.split('"').skip(1).step_by(2).map(str::to_owned).collect();
-    assert!(codes.len() >= 10, "found only {codes:?} in `fn code` of src/error.rs: has its shape changed?");
-    for code in &codes {
-        assert!(
-            !code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
-            "`{code}` from src/error.rs is not a snake_case code"
-        );
-    }
-    codes
-}
-
 /// The `ErrorCode` schema's enum: the document's list of every code.
 fn documented_codes(doc: &Value) -> BTreeSet<String> {
     doc.pointer("/components/schemas/ErrorCode/enum")
@@ -198,54 +202,10 @@ fn documented_codes(doc: &Value) -> BTreeSet<String> {
         .collect()
 }
 
-#[test]
-fn the_document_is_openapi_3_1() {
-    let doc = document();
-    let version = doc["openapi"].as_str().expect("`openapi` is a string");
-    assert!(version.starts_with("3.1."), "OpenAPI {version}, not 3.1.x");
-    assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string(), "info.title and info.version");
-    assert!(doc["paths"].is_object(), "`paths` is an object");
-}
-
-#[test]
-fn every_reference_resolves() {
-    fn walk(doc: &Value, node: &Value) {
-        match node {
-            Value::Object(map) => {
-                for (key, value) in map {
-                    match (key.as_str(), value) {
-                        ("$ref", Value::String(reference)) => {
-                            resolve(doc, reference);
-                        }
-                        _ => walk(doc, value),
-                    }
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|item| walk(doc, item)),
-            _ => {}
-        }
-    }
-    let doc = document();
-    walk(&doc, &doc);
-}
-
-#[test]
-fn every_route_is_documented_and_nothing_else() {
-    let doc = document();
-    let documented: BTreeSet<(String, String)> = operations(&doc).into_iter().map(|(m, p, _)| (m, p)).collect();
-    let expected: BTreeSet<(String, String)> =
-        OPERATIONS.iter().map(|(m, p)| ((*m).to_owned(), (*p).to_owned())).collect();
-    let missing: Vec<_> = expected.difference(&documented).collect();
-    let unknown: Vec<_> = documented.difference(&expected).collect();
-    assert!(missing.is_empty(), "routes the document does not describe: {missing:?}");
-    assert!(unknown.is_empty(), "documented operations the server does not have: {unknown:?}");
-}
-
-#[test]
-fn every_operation_says_who_may_call_it_and_what_it_answers() {
-    let doc = document();
+fn every_operation_says_who_may_call_it_and_what_it_answers(served: &Served) {
+    let doc = &served.doc;
     let schemes = doc["components"]["securitySchemes"].as_object().expect("components.securitySchemes");
-    for (method, path, operation) in operations(&doc) {
+    for (method, path, operation) in operations(doc) {
         let security = operation["security"]
             .as_array()
             .unwrap_or_else(|| panic!("{method} {path}: no `security` (use [{{}}] for none)"));
@@ -263,11 +223,10 @@ fn every_operation_says_who_may_call_it_and_what_it_answers() {
     assert_eq!(cookies, BTreeSet::from(["confetti_guest", "confetti_organiser"]));
 }
 
-#[test]
-fn every_error_response_is_a_problem_with_its_codes() {
-    let doc = document();
-    let all_codes = documented_codes(&doc);
-    for (method, path, operation) in operations(&doc) {
+fn every_error_response_is_a_problem_with_its_codes(served: &Served) {
+    let doc = &served.doc;
+    let all_codes = documented_codes(doc);
+    for (method, path, operation) in operations(doc) {
         for (status, response) in operation["responses"].as_object().expect("responses") {
             if !(status.starts_with('4') || status.starts_with('5')) {
                 continue;
@@ -275,11 +234,11 @@ fn every_error_response_is_a_problem_with_its_codes() {
             if NOT_PROBLEMS.contains(&(method.as_str(), path.as_str(), status.as_str())) {
                 continue;
             }
-            let response = deref(&doc, response);
+            let response = deref(doc, response);
             let content = &response["content"]["application/problem+json"];
             assert!(content.is_object(), "{method} {path} {status}: not application/problem+json");
             assert!(
-                refers_to(&doc, &content["schema"], PROBLEM_REF, 0),
+                refers_to(doc, &content["schema"], PROBLEM_REF, 0),
                 "{method} {path} {status}: the schema does not refer to {PROBLEM_REF}"
             );
             let mut codes = BTreeSet::new();
@@ -291,23 +250,8 @@ fn every_error_response_is_a_problem_with_its_codes() {
     }
 }
 
-#[test]
-fn every_error_code_of_the_server_is_documented() {
-    let doc = document();
-    let server = codes_in_error_rs();
-    let documented = documented_codes(&doc);
-    let undocumented: Vec<_> = server.difference(&documented).collect();
-    assert!(undocumented.is_empty(), "codes in src/error.rs that the document's ErrorCode lacks: {undocumented:?}");
-    let stale: Vec<_> = documented.difference(&server).collect();
-    assert!(stale.is_empty(), "codes in the document that src/error.rs does not produce: {stale:?}");
-    for code in &server {
-        assert!(DOCUMENT.matches(&format!("\"{code}\"")).count() >= 1, "`{code}` does not appear in the document");
-    }
-}
-
-#[test]
-fn the_upload_is_the_one_of_api_md() {
-    let doc = document();
+fn the_upload_is_the_one_of_api_md(served: &Served) {
+    let doc = &served.doc;
     let upload = &doc["components"]["schemas"]["Upload"];
     let required: BTreeSet<&str> =
         upload["required"].as_array().expect("Upload.required").iter().map(|v| v.as_str().expect("a key")).collect();
@@ -317,31 +261,30 @@ fn the_upload_is_the_one_of_api_md() {
     assert_eq!(required, expected, "Upload.required");
     assert_eq!(properties, expected, "Upload.properties");
 
-    let status = deref(&doc, &upload["properties"]["status"]);
+    let status = deref(doc, &upload["properties"]["status"]);
     let statuses: BTreeSet<&str> =
         status["enum"].as_array().expect("status enum").iter().filter_map(Value::as_str).collect();
     assert_eq!(statuses, BTreeSet::from(["processing", "ready", "failed", "hidden"]));
-    let urls = deref(&doc, &upload["properties"]["urls"]);
+    let urls = deref(doc, &upload["properties"]["urls"]);
     let url_keys: BTreeSet<&str> = urls["properties"].as_object().expect("urls").keys().map(String::as_str).collect();
     assert_eq!(url_keys, BTreeSet::from(["original", "preview", "thumb"]));
-    let guest = deref(&doc, &upload["properties"]["guest"]);
+    let guest = deref(doc, &upload["properties"]["guest"]);
     let guest_keys: BTreeSet<&str> =
         guest["properties"].as_object().expect("guest").keys().map(String::as_str).collect();
     assert_eq!(guest_keys, BTreeSet::from(["id", "display_name"]));
 }
 
-#[test]
-fn the_upload_form_has_its_parts_in_order() {
-    let doc = document();
+fn the_upload_form_has_its_parts_in_order(served: &Served) {
+    let doc = &served.doc;
     let post = &doc["paths"]["/api/v1/events/{slug}/uploads"]["post"];
-    let form = deref(&doc, &post["requestBody"]["content"]["multipart/form-data"]["schema"]);
+    let form = deref(doc, &post["requestBody"]["content"]["multipart/form-data"]["schema"]);
     let parts: BTreeSet<&str> =
         form["properties"].as_object().expect("UploadForm.properties").keys().map(String::as_str).collect();
     assert_eq!(parts, BTreeSet::from(["client_upload_id", "caption", "file"]));
     assert_eq!(form["required"], serde_json::json!(["file"]), "only the file part is required");
     // serde_json sorts an object's keys, so the order is read from the text: the form's
     // properties are the first `"part":` keys after the schema's name.
-    let text = &DOCUMENT[DOCUMENT.find("\"UploadForm\":").expect("an UploadForm schema")..];
+    let text = &served.text[served.text.find("\"UploadForm\":").expect("an UploadForm schema")..];
     let position = |part: &str| text.find(&format!("\"{part}\":")).unwrap_or(usize::MAX);
     assert!(
         position("client_upload_id") < position("caption") && position("caption") < position("file"),
@@ -351,7 +294,7 @@ fn the_upload_form_has_its_parts_in_order() {
         .as_array()
         .expect("upload parameters")
         .iter()
-        .map(|p| deref(&doc, p))
+        .map(|p| deref(doc, p))
         .filter(|p| p["in"] == "header")
         .filter_map(|p| p["name"].as_str())
         .collect();
@@ -381,32 +324,31 @@ fn header_parameters(doc: &Value, path: &str, operation: &Value) -> BTreeSet<Str
         .collect()
 }
 
-#[test]
-fn the_keyed_writes_document_their_idempotency_key() {
-    let doc = document();
+fn the_keyed_writes_document_their_idempotency_key(served: &Served) {
+    let doc = &served.doc;
     for (method, path, success) in KEYED_WRITES {
         let operation = &doc["paths"][*path][*method];
         assert!(operation.is_object(), "{method} {path} is documented");
         assert!(
-            header_parameters(&doc, path, operation).contains("Idempotency-Key"),
+            header_parameters(doc, path, operation).contains("Idempotency-Key"),
             "{method} {path}: documents the Idempotency-Key header"
         );
         assert!(
-            deref(&doc, &operation["responses"][*success])["headers"]["Idempotent-Replayed"].is_object(),
+            deref(doc, &operation["responses"][*success])["headers"]["Idempotent-Replayed"].is_object(),
             "{method} {path} {success}: a replay's Idempotent-Replayed"
         );
-        assert!(response_codes(&doc, operation, "400").contains("invalid_idempotency_key"), "{method} {path} 400");
-        assert!(response_codes(&doc, operation, "409").contains("idempotency_key_in_flight"), "{method} {path} 409");
+        assert!(response_codes(doc, operation, "400").contains("invalid_idempotency_key"), "{method} {path} 400");
+        assert!(response_codes(doc, operation, "409").contains("idempotency_key_in_flight"), "{method} {path} 409");
         assert!(
-            deref(&doc, &operation["responses"]["409"])["headers"]["Retry-After"].is_object(),
+            deref(doc, &operation["responses"]["409"])["headers"]["Retry-After"].is_object(),
             "{method} {path} 409: Retry-After"
         );
-        assert!(response_codes(&doc, operation, "422").contains("idempotency_key_reused"), "{method} {path} 422");
+        assert!(response_codes(doc, operation, "422").contains("idempotency_key_reused"), "{method} {path} 422");
     }
     for (method, path) in UNKEYED_WRITES {
         let operation = &doc["paths"][*path][*method];
         assert!(
-            !header_parameters(&doc, path, operation).contains("Idempotency-Key"),
+            !header_parameters(doc, path, operation).contains("Idempotency-Key"),
             "{method} {path} ignores Idempotency-Key and does not list it"
         );
         let description = operation["description"].as_str().unwrap_or_default();
@@ -417,18 +359,17 @@ fn the_keyed_writes_document_their_idempotency_key() {
     let required: BTreeSet<&str> =
         info["required"].as_array().expect("Info.required").iter().filter_map(Value::as_str).collect();
     assert!(required.contains("idempotency"), "Info.idempotency is always sent");
-    let idempotency = deref(&doc, &info["properties"]["idempotency"]);
+    let idempotency = deref(doc, &info["properties"]["idempotency"]);
     let keys: BTreeSet<&str> =
         idempotency["required"].as_array().expect("idempotency.required").iter().filter_map(Value::as_str).collect();
     assert_eq!(keys, BTreeSet::from(["retention_s", "lease_s"]));
 }
 
-#[test]
-fn every_write_is_keyed_or_says_why_not() {
-    let doc = document();
+fn every_write_is_keyed_or_says_why_not(served: &Served) {
+    let doc = &served.doc;
     let keyed: BTreeSet<(&str, &str)> = KEYED_WRITES.iter().map(|(m, p, _)| (*m, *p)).collect();
     let unkeyed: BTreeSet<(&str, &str)> = UNKEYED_WRITES.iter().copied().collect();
-    for (method, path, _) in operations(&doc) {
+    for (method, path, _) in operations(doc) {
         let write = (method.as_str(), path.as_str());
         if !["post", "put", "patch", "delete"].contains(&write.0) || write == UPLOAD {
             continue;
@@ -437,7 +378,7 @@ fn every_write_is_keyed_or_says_why_not() {
             keyed.contains(&write) != unkeyed.contains(&write),
             "{method} {path}: a write is in exactly one of KEYED_WRITES and UNKEYED_WRITES"
         );
-        // src/idempotency.rs claims keys on POST, PATCH and DELETE only.
+        // The key layer claims keys on POST, PATCH and DELETE only.
         assert!(write.0 != "put" || unkeyed.contains(&write), "{method} {path}: a PUT is never keyed");
     }
 }
@@ -447,15 +388,14 @@ fn property_names<'a>(doc: &'a Value, schema: &'a Value) -> BTreeSet<&'a str> {
     deref(doc, schema)["properties"].as_object().expect("properties").keys().map(String::as_str).collect()
 }
 
-#[test]
-fn likes_and_comments_are_the_ones_of_api_md() {
-    let doc = document();
+fn likes_and_comments_are_the_ones_of_api_md(served: &Served) {
+    let doc = &served.doc;
     let schemas = &doc["components"]["schemas"];
-    assert_eq!(property_names(&doc, &schemas["LikeState"]), BTreeSet::from(["likes", "liked_by_me"]));
+    assert_eq!(property_names(doc, &schemas["LikeState"]), BTreeSet::from(["likes", "liked_by_me"]));
     let comment = &schemas["Comment"];
-    assert_eq!(property_names(&doc, comment), BTreeSet::from(["id", "guest", "text", "created_at"]));
-    assert_eq!(property_names(&doc, &comment["properties"]["guest"]), BTreeSet::from(["id", "display_name"]));
-    assert_eq!(property_names(&doc, &schemas["CommentList"]), BTreeSet::from(["items"]));
+    assert_eq!(property_names(doc, comment), BTreeSet::from(["id", "guest", "text", "created_at"]));
+    assert_eq!(property_names(doc, &comment["properties"]["guest"]), BTreeSet::from(["id", "display_name"]));
+    assert_eq!(property_names(doc, &schemas["CommentList"]), BTreeSet::from(["items"]));
 
     let answer = |method: &str, path: &str, status: &str| {
         doc["paths"][path][method]["responses"][status]["content"]["application/json"]["schema"]["$ref"]
@@ -471,20 +411,19 @@ fn likes_and_comments_are_the_ones_of_api_md() {
     assert_eq!(answer("get", comments, "200"), "#/components/schemas/CommentList");
     assert_eq!(answer("patch", "/api/v1/uploads/{id}", "200"), "#/components/schemas/Upload");
     let post = &doc["paths"][comments]["post"];
-    assert!(response_codes(&doc, post, "422").contains("invalid_comment"), "post {comments} 422: invalid_comment");
+    assert!(response_codes(doc, post, "422").contains("invalid_comment"), "post {comments} 422: invalid_comment");
     for (method, path) in [("put", like), ("delete", like), ("post", comments)] {
         assert!(
-            response_codes(&doc, &doc["paths"][path][method], "403").contains("forbidden"),
+            response_codes(doc, &doc["paths"][path][method], "403").contains("forbidden"),
             "{method} {path} 403: an organiser is refused with `forbidden`"
         );
     }
 }
 
-#[test]
-fn the_non_json_answers_say_their_media_type() {
-    let doc = document();
+fn the_non_json_answers_say_their_media_type(served: &Served) {
+    let doc = &served.doc;
     for (method, path, status, media_type) in NON_JSON_ANSWERS {
-        let response = deref(&doc, &doc["paths"][*path][*method]["responses"][*status]);
+        let response = deref(doc, &doc["paths"][*path][*method]["responses"][*status]);
         let content = response["content"].as_object().unwrap_or_else(|| panic!("{method} {path} {status}: content"));
         assert_eq!(
             content.keys().map(String::as_str).collect::<Vec<_>>(),
@@ -499,8 +438,304 @@ fn the_non_json_answers_say_their_media_type() {
         assert!(responses["200"]["headers"]["ETag"].is_object(), "get {path} 200: ETag");
         assert!(responses["200"]["headers"]["Cache-Control"].is_object(), "get {path} 200: Cache-Control");
         assert!(
-            response_codes(&doc, &doc["paths"][path.as_str()]["get"], "404").contains("not_found"),
+            response_codes(doc, &doc["paths"][path.as_str()]["get"], "404").contains("not_found"),
             "get {path} 404"
         );
+    }
+}
+
+/// Every `{name}` in a path template.
+fn template_names(path: &str) -> BTreeSet<String> {
+    path.split('{').skip(1).filter_map(|rest| rest.split_once('}')).map(|(name, _)| name.to_owned()).collect()
+}
+
+/// Every `$ref` under `node`, with where it is.
+fn references<'a>(node: &'a Value, at: &str, out: &mut Vec<(String, &'a str)>) {
+    match node {
+        Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("$ref", Value::String(reference)) => out.push((at.to_owned(), reference)),
+                    _ => references(value, &format!("{at}/{key}"), out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            items.iter().enumerate().for_each(|(i, item)| references(item, &format!("{at}/{i}"), out))
+        }
+        _ => {}
+    }
+}
+
+/// The structural rules of OpenAPI 3.1 a document can break without being invalid JSON.
+fn the_document_is_valid_openapi_3_1(served: &Served) {
+    let doc = &served.doc;
+    let version = doc["openapi"].as_str().expect("`openapi` is a string");
+    assert!(version.starts_with("3.1."), "OpenAPI {version}, not 3.1.x");
+    assert!(doc["info"]["title"].is_string() && doc["info"]["version"].is_string(), "info.title and info.version");
+    assert!(doc["paths"].is_object(), "`paths` is an object");
+
+    let mut found = Vec::new();
+    references(doc, "#", &mut found);
+    assert!(found.len() > 50, "the operations share schemas and answers by reference");
+    for (at, reference) in found {
+        let pointer = reference.strip_prefix('#').unwrap_or_else(|| panic!("{at}: {reference} is not local"));
+        assert!(doc.pointer(pointer).is_some(), "{at}: {reference} points to nothing");
+    }
+
+    let mut operation_ids = BTreeSet::new();
+    for (method, path, operation) in operations(doc) {
+        let id = operation["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path}: no operationId"));
+        assert!(operation_ids.insert(id.to_owned()), "{method} {path}: operationId {id} is used twice");
+        let responses = operation["responses"].as_object().unwrap_or_else(|| panic!("{method} {path}: no responses"));
+        assert!(!responses.is_empty(), "{method} {path}: no responses");
+        for (status, response) in responses {
+            assert!(
+                status == "default" || status.parse::<u16>().is_ok_and(|s| (100..600).contains(&s)),
+                "{method} {path}: response key {status}"
+            );
+            assert!(deref(doc, response)["description"].is_string(), "{method} {path} {status}: a description");
+        }
+        let mut declared = BTreeSet::new();
+        let parameters = [&doc["paths"][&path]["parameters"], &operation["parameters"]];
+        let mut seen = BTreeSet::new();
+        for parameter in parameters.into_iter().filter_map(Value::as_array).flatten().map(|p| deref(doc, p)) {
+            let name = parameter["name"].as_str().unwrap_or_else(|| panic!("{method} {path}: a parameter's name"));
+            let place = parameter["in"].as_str().unwrap_or_else(|| panic!("{method} {path}: where {name} is"));
+            assert!(["path", "query", "header", "cookie"].contains(&place), "{method} {path}: {name} in {place}");
+            assert!(seen.insert((name, place)), "{method} {path}: {name} in {place} declared twice");
+            assert!(parameter["schema"].is_object(), "{method} {path}: {name} has a schema");
+            if place == "path" {
+                assert_eq!(parameter["required"], true, "{method} {path}: path parameter {name} is required");
+                declared.insert(name.to_owned());
+            }
+        }
+        assert_eq!(declared, template_names(&path), "{method} {path}: the path parameters declared");
+    }
+    assert!(operation_ids.len() >= 27, "every operation of the API: {operation_ids:?}");
+}
+
+/// The server answers from `ErrorCode` (`src/error.rs`); the document's `ErrorCode` schema is
+/// made from it, and each operation's answers list codes of the status they are answered with.
+fn every_error_code_of_the_server_is_documented(served: &Served) {
+    let doc = &served.doc;
+    let server: BTreeSet<String> = ErrorCode::ALL.iter().map(|c| c.as_str().to_owned()).collect();
+    assert!(server.len() >= 30, "the server's codes: {server:?}");
+    assert_eq!(documented_codes(doc), server, "the document's ErrorCode is the server's");
+    let description = doc["components"]["schemas"]["ErrorCode"]["description"].as_str().expect("ErrorCode.description");
+    for code in ErrorCode::ALL {
+        let row = format!("| `{}` | {} |", code.as_str(), code.status().as_u16());
+        assert!(description.contains(&row), "the table of codes has {row}");
+    }
+    for (method, path, operation) in operations(doc) {
+        for status in operation["responses"].as_object().expect("responses").keys() {
+            for code in response_codes(doc, operation, status) {
+                let known = ErrorCode::ALL.iter().find(|c| c.as_str() == code);
+                let known = known.unwrap_or_else(|| panic!("{method} {path} {status}: `{code}` is no ErrorCode"));
+                assert_eq!(
+                    known.status().as_u16().to_string(),
+                    *status,
+                    "{method} {path}: `{code}` is listed under {status}, the server answers it with another status"
+                );
+            }
+        }
+    }
+}
+
+/// The operation a response links to, and the parameters it fills.
+fn link(doc: &Value, operation_id: &str, status: &str, to: &str) -> BTreeSet<String> {
+    let (_, _, operation) = operations(doc)
+        .into_iter()
+        .find(|(_, _, op)| op["operationId"] == operation_id)
+        .unwrap_or_else(|| panic!("an operation {operation_id}"));
+    let links = deref(doc, &operation["responses"][status])["links"].as_object().cloned().unwrap_or_default();
+    let found = links
+        .values()
+        .find(|l| l["operationId"] == to)
+        .unwrap_or_else(|| panic!("{operation_id} {status} links to {to}: {links:?}"));
+    found["parameters"].as_object().expect("the link's parameters").keys().cloned().collect()
+}
+
+fn the_obvious_chains_are_linked(served: &Served) {
+    let doc = &served.doc;
+    let slug = BTreeSet::from(["slug".to_owned()]);
+    assert_eq!(link(doc, "createEvent", "201", "joinEvent"), slug, "create event → join");
+    assert_eq!(link(doc, "joinEvent", "201", "createUpload"), slug, "join → upload");
+    let id = BTreeSet::from(["id".to_owned()]);
+    assert_eq!(link(doc, "createUpload", "201", "getUpload"), id, "upload → get upload");
+    assert_eq!(link(doc, "createUpload", "200", "getUpload"), id, "a replayed upload → get upload");
+    // Each link names an operation of the document, with parameters that operation has.
+    for (method, path, operation) in operations(doc) {
+        for (status, response) in operation["responses"].as_object().expect("responses") {
+            for (name, link) in deref(doc, response)["links"].as_object().into_iter().flatten() {
+                let target = link["operationId"].as_str().expect("links name their operation");
+                let (_, target_path, _) = operations(doc)
+                    .into_iter()
+                    .find(|(_, _, op)| op["operationId"] == target)
+                    .unwrap_or_else(|| panic!("{method} {path} {status}: link {name} to an unknown {target}"));
+                for parameter in link["parameters"].as_object().into_iter().flatten().map(|(k, _)| k) {
+                    assert!(
+                        template_names(&target_path).contains(parameter),
+                        "link {name}: {target} has no {parameter}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A documented path with unknown ids in place of its parameters.
+fn with_unknown_ids(path: &str) -> String {
+    path.replace("{slug}", "no-such-event")
+        .replace("{id}", &Uuid::now_v7().to_string())
+        .replace("{client_upload_id}", &Uuid::now_v7().to_string())
+}
+
+/// Every operation of the document, asked without credentials and with unknown ids, answers
+/// as its route (401, a 404 of its own, 200…), never as the router's fallback (404
+/// `not_found` for a path no route matches, 405 for a method a path does not have).
+async fn every_documented_operation_is_a_route_the_server_serves(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let served = served(&app).await;
+    let fallback = app.client.get(app.url("/api/v1/no-such-route")).send().await.expect("GET");
+    assert_problem(fallback, StatusCode::NOT_FOUND, "not_found").await;
+    let fallback = app.client.delete(app.url("/api/v1/info")).send().await.expect("DELETE");
+    assert_problem(fallback, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed").await;
+
+    let mut asked = 0;
+    for (method, path, _) in operations(&served.doc) {
+        let method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("a method");
+        let url = app.url(&with_unknown_ids(&path));
+        let response = app.client.request(method.clone(), &url).send().await.expect("request");
+        let status = response.status();
+        let body: Value =
+            if status == StatusCode::OK { Value::Null } else { response.json().await.unwrap_or_default() };
+        assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {path}: no such method on the route");
+        assert!(
+            !(status == StatusCode::NOT_FOUND && body["code"] == "not_found"),
+            "{method} {path}: answered by the router's fallback ({url}: {body})"
+        );
+        asked += 1;
+    }
+    assert!(asked >= 27, "asked every operation ({asked})");
+    app.stop().await;
+}
+
+/// `limit` of `listUploads` as the document states it: minimum, maximum, default.
+fn documented_limit(doc: &Value) -> (u64, u64, u64) {
+    let list = &doc["paths"]["/api/v1/events/{slug}/uploads"]["get"];
+    let limit = list["parameters"]
+        .as_array()
+        .expect("listUploads parameters")
+        .iter()
+        .map(|p| deref(doc, p))
+        .find(|p| p["name"] == "limit" && p["in"] == "query")
+        .expect("a `limit` query parameter");
+    let bound = |name: &str| limit["schema"][name].as_u64().unwrap_or_else(|| panic!("limit's {name}: {limit}"));
+    (bound("minimum"), bound("maximum"), bound("default"))
+}
+
+async fn the_paging_bounds_are_the_ones_the_server_clamps_to(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options { derivative_workers: Some(0), ..Options::default() }).await;
+    let served = served(&app).await;
+    let (minimum, maximum, default) = documented_limit(&served.doc);
+    assert!(minimum >= 1 && minimum < default && default < maximum, "bounds {minimum} < {default} < {maximum}");
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Ann").await;
+    let photo = images::jpeg(8, 8);
+    // One more photo than the largest page, so the clamping shows in every answer.
+    for batch in (0..=maximum).collect::<Vec<_>>().chunks(8) {
+        let uploads = batch.iter().map(|_| app.upload(&guest, &photo, Some(Uuid::now_v7())));
+        for response in futures_util::future::join_all(uploads).await {
+            assert_eq!(response.status(), StatusCode::CREATED, "uploading");
+        }
+    }
+    let page = |limit: Option<&str>| {
+        let query = limit.map(|l| format!("?limit={l}")).unwrap_or_default();
+        let path = format!("/api/v1/events/{}/uploads{query}", event.slug);
+        let app = &app;
+        let token = guest.token.clone();
+        async move {
+            let (status, body) = app.get_json(&path, &token).await;
+            assert_eq!(status, StatusCode::OK, "{path}: {body}");
+            assert!(body["next_cursor"].is_string(), "{path}: more pages follow");
+            body["items"].as_array().expect("items").len() as u64
+        }
+    };
+    assert_eq!(page(Some("0")).await, minimum, "limit=0 is clamped to the documented minimum");
+    assert_eq!(page(Some("-5")).await, minimum, "a negative limit is clamped to the documented minimum");
+    assert_eq!(page(Some("1000000")).await, maximum, "a huge limit is clamped to the documented maximum");
+    assert_eq!(page(None).await, default, "no limit is the documented default");
+    app.stop().await;
+}
+
+/// A key the layer refuses (longer than 255 characters): a write that takes part answers 400
+/// `invalid_idempotency_key`; one that does not ignores it and does its work.
+async fn the_keyed_writes_are_exactly_those_that_take_a_key(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options { derivative_workers: Some(0), ..Options::default() }).await;
+    let served = served(&app).await;
+    let event = app.create_event().await;
+    let organiser = app.organiser_login(&event).await;
+    let guest = app.join(&event, "Ann").await;
+    let response = app.upload(&guest, &images::jpeg(8, 8), Some(Uuid::now_v7())).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let upload: Value = response.json().await.expect("upload json");
+    let upload_id = upload["id"].as_str().expect("id").to_owned();
+    let invalid_key = "k".repeat(256);
+    let writer = Writer { app: &app, event: &event, organiser: &organiser, guest: &guest, upload_id: &upload_id };
+
+    for (method, path, _) in KEYED_WRITES {
+        let response =
+            writer.request(method, path).header("Idempotency-Key", invalid_key.as_str()).send().await.expect("request");
+        assert_problem(response, StatusCode::BAD_REQUEST, "invalid_idempotency_key").await;
+    }
+    for (method, path) in UNKEYED_WRITES.iter().copied().chain([UPLOAD]) {
+        let response =
+            writer.request(method, path).header("Idempotency-Key", invalid_key.as_str()).send().await.expect("request");
+        assert!(response.status().is_success(), "{method} {path} ignores the key: {}", response.status());
+    }
+    // The lists are the document's.
+    for (method, path, _) in KEYED_WRITES {
+        assert!(served.doc["paths"][*path][*method].is_object(), "{method} {path} is documented");
+    }
+    app.stop().await;
+}
+
+/// Makes each write of the document as the one who may: the admin, the organiser, the guest.
+struct Writer<'a> {
+    app: &'a TestApp,
+    event: &'a common::Event,
+    organiser: &'a str,
+    guest: &'a common::Guest,
+    upload_id: &'a str,
+}
+
+impl Writer<'_> {
+    fn request(&self, method: &str, path: &str) -> reqwest::RequestBuilder {
+        let url = self.app.url(&path.replace("{slug}", &self.event.slug).replace("{id}", self.upload_id));
+        let builder =
+            self.app.client.request(Method::from_bytes(method.to_uppercase().as_bytes()).expect("a method"), url);
+        match (method, path) {
+            ("post", "/api/v1/events") => {
+                builder.bearer_auth(ADMIN_TOKEN).json(&json!({"name": "E", "organiser_password": "correct horse"}))
+            }
+            ("patch", "/api/v1/events/{slug}") => builder.bearer_auth(self.organiser).json(&json!({"name": "Renamed"})),
+            ("patch", "/api/v1/uploads/{id}") => builder.bearer_auth(self.organiser).json(&json!({"hidden": true})),
+            ("post", "/api/v1/uploads/{id}/comments") => {
+                builder.bearer_auth(&self.guest.token).json(&json!({"text": "Hi"}))
+            }
+            ("post", "/api/v1/events/{slug}/guests") => {
+                builder.json(&json!({"join_token": self.event.join_token, "display_name": "Ben"}))
+            }
+            ("post", "/api/v1/events/{slug}/organiser-sessions") => {
+                builder.json(&json!({"password": self.event.password}))
+            }
+            // Its own session: the organiser's token stays valid for the writes above.
+            ("delete", "/api/v1/events/{slug}/organiser-sessions/current") => builder.bearer_auth(self.organiser),
+            ("post", "/api/v1/events/{slug}/uploads") => builder
+                .bearer_auth(&self.guest.token)
+                .multipart(common::upload_form(&images::jpeg(8, 8), None, "photo.jpg", None)),
+            _ => builder.bearer_auth(&self.guest.token),
+        }
     }
 }

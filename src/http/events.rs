@@ -1,33 +1,63 @@
 //! Events: created by the instance admin, changed by their organiser.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::extract::{Admin, JsonBody, Organiser, Viewer};
+use super::idempotency::{Keyed, Write};
+use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
 use super::views::EventJson;
 use crate::app::AppState;
 use crate::db::events::EventChange;
 use crate::domain::{EventName, EventSlug, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{self, EventError, NewEvent};
-use crate::idempotency::Write;
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/events", post(create)).route("/api/v1/events/{slug}", get(show).patch(change))
+pub fn routes(keyed: &Keyed) -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(keyed.route(routes!(create))).routes(routes!(show)).routes(keyed.route(routes!(change)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct CreateEvent {
+    /// 1–120 characters after trimming; otherwise 400 `invalid_request`.
+    #[schema(min_length = 1, max_length = 120)]
     name: String,
+    /// At least 8 characters and at most 72 bytes; otherwise 422 `weak_password`.
+    #[schema(min_length = 8)]
     organiser_password: String,
+    /// Each guest's quota; absent or null: the server's default (1 GiB). Negative: 400 `invalid_request`.
+    #[schema(minimum = 0)]
     guest_quota_bytes: Option<i64>,
+    /// The event's total storage; absent or null: the server's default (100 GiB). Negative: 400 `invalid_request`.
+    #[schema(minimum = 0)]
     storage_cap_bytes: Option<i64>,
 }
 
+/// Create an event (admin)
+///
+/// The instance admin creates an event: a fresh slug and join token, the organiser password stored as a bcrypt
+/// hash. Only the admin bearer token is accepted (no cookie). Takes an `Idempotency-Key` (parameter
+/// `IdempotencyKey`): a retry with the same key and body gets the event the first attempt created (201, the same
+/// slug and join token) instead of creating another.
+#[utoipa::path(
+    post,
+    path = "/api/v1/events",
+    operation_id = "createEvent",
+    tag = "events",
+    security(("adminBearer" = [])),
+    params(IdempotencyKeyParam),
+    request_body = CreateEvent,
+    responses(
+        (status = 201, description = "Created. With `Idempotent-Replayed: true`: the recorded answer of an earlier request with the same `Idempotency-Key`; no event was created this time.", body = EventJson, headers(("Location" = String, description = "`/api/v1/events/{slug}`. (No GET route serves that path yet.)"), ("Idempotent-Replayed" = inline(schemas::True), description = "`true`: this is the recorded answer to an earlier request with the same `Idempotency-Key` (parameter `IdempotencyKey`); the write was not run again. Absent when the write ran.")), links(("joinEvent" = (operation_id = "joinEvent", parameters(("slug" = "$response.body#/slug")), description = "Guests join the new event with its `join_token`.")))),
+        CreateEventRefusals,
+    ),
+)]
 async fn create(
     State(state): State<AppState>,
     _: Admin,
@@ -51,8 +81,24 @@ async fn create(
     Ok(response)
 }
 
-/// What the join page shows before anyone joined: the event's name and whether uploads are
-/// open. Its organiser sees the whole event, join token included.
+/// An event as its join page shows it
+///
+/// Anyone who knows the slug (it is in the join link) sees the event's name and whether uploads are open, so the
+/// page can greet guests before they join. The event's organiser sees the whole event, join token included.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{slug}",
+    operation_id = "showEvent",
+    tag = "events",
+    security((), ("organiserBearer" = []), ("organiserCookie" = [])),
+    params(SlugParam),
+    responses(
+        (status = 200, description = "The public view, or the whole event for its organiser.", body = inline(ShownEvent)),
+        ShowEventRefusals,
+    ),
+)]
+// What the join page shows before anyone joined: the event's name and whether uploads are
+// open. Its organiser sees the whole event, join token included.
 async fn show(
     State(state): State<AppState>,
     viewer: Result<Viewer, ApiError>,
@@ -61,22 +107,65 @@ async fn show(
     let slug = EventSlug::parse(&slug)?;
     let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
     if viewer.is_ok_and(|v| v.is_organiser_of(event.id)) {
-        return Ok(Json(EventJson::new(&event, &state.settings.public_url)).into_response());
+        return Ok(Json(ShownEvent::Whole(EventJson::new(&event, &state.settings.public_url))).into_response());
     }
-    Ok(Json(serde_json::json!({"slug": event.slug, "name": event.name, "uploads_open": event.uploads_open}))
+    Ok(Json(ShownEvent::Public(PublicEvent { slug: event.slug, name: event.name, uploads_open: event.uploads_open }))
         .into_response())
 }
 
-#[derive(Deserialize)]
+/// What `show` answers: the whole event to its organiser, the public view to anyone else.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+enum ShownEvent {
+    Whole(EventJson),
+    Public(PublicEvent),
+}
+
+/// The event's name and whether uploads are open: what its join page shows before anyone joined.
+#[derive(Serialize, ToSchema)]
+struct PublicEvent {
+    slug: String,
+    name: String,
+    uploads_open: bool,
+}
+
+/// Absent or null members are left as they are.
+#[derive(Deserialize, ToSchema)]
 struct ChangeEvent {
+    /// 1–120 characters after trimming; otherwise 400 `invalid_request`.
+    #[schema(min_length = 1, max_length = 120)]
     name: Option<String>,
+    /// false: new uploads are refused with 403 `uploads_closed` (replays of existing ones still answer 200).
     uploads_open: Option<bool>,
+    /// Negative: 400 `invalid_request`.
+    #[schema(minimum = 0)]
     guest_quota_bytes: Option<i64>,
+    /// Negative: 400 `invalid_request`. Lower than `used_bytes` is allowed: new uploads are then refused.
+    #[schema(minimum = 0)]
     storage_cap_bytes: Option<i64>,
 }
 
-/// Credentials first: the organiser of another event is refused whatever the body holds,
-/// so the body is parsed only once the slug is known to be theirs.
+/// Change an event (organiser)
+///
+/// The event's organiser renames it, opens or closes uploads, or changes the guest quota. Takes an
+/// `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the same key and body gets the first attempt's
+/// answer without changing the event again. Credentials first: another event's organiser gets 403 `forbidden`
+/// whatever the body.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/events/{slug}",
+    operation_id = "changeEvent",
+    tag = "events",
+    security(("organiserBearer" = []), ("organiserCookie" = [])),
+    params(SlugParam, IdempotencyKeyParam),
+    request_body = ChangeEvent,
+    responses(
+        (status = 200, description = "The event as changed. With `Idempotent-Replayed: true`: the recorded answer of an earlier request with the same `Idempotency-Key` — the event as that request left it, not necessarily as it is now; nothing was changed this time.", body = EventJson, headers(("Idempotent-Replayed" = inline(schemas::True), description = "`true`: this is the recorded answer to an earlier request with the same `Idempotency-Key` (parameter `IdempotencyKey`); the write was not run again. Absent when the write ran."))),
+        ChangeEventRefusals,
+    ),
+)]
+// Credentials first: the organiser of another event is refused whatever the body holds,
+// so the body is parsed only once the slug is known to be theirs.
 async fn change(
     State(state): State<AppState>,
     Organiser(event): Organiser,
@@ -107,6 +196,31 @@ async fn change(
     };
     tx.commit(Json(EventJson::new(&event, &state.settings.public_url)).into_response()).await
 }
+
+refusals!(CreateEventRefusals {
+    400 => problem("Malformed JSON, wrong content type, missing member, empty or over-long `name`, negative `guest_quota_bytes`. `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
+    401 => problem("No credential, or a bearer token that is neither the admin token nor a known guest or organiser token.", &[Unauthenticated]),
+    403 => or_cross_origin("A valid guest or organiser credential instead of the admin token (`forbidden`).", &[Forbidden]),
+    409 => shared("IdempotencyKeyInFlight"),
+    413 => shared("BodyTooLarge"),
+    422 => problem("`idempotency_key_reused`: this `Idempotency-Key` was already used for a different request. `weak_password`: `organiser_password` shorter than 8 characters or longer than 72 bytes.", &[WeakPassword, IdempotencyKeyReused]),
+    500 => shared("Internal"),
+});
+
+refusals!(ChangeEventRefusals {
+    400 => problem("Malformed JSON, wrong content type, empty or over-long `name`, negative `guest_quota_bytes`. `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
+    401 => shared("Unauthenticated"),
+    403 => or_cross_origin("`forbidden`: a guest, or the organiser of another event (also when the slug names no event).", &[Forbidden]),
+    404 => problem("The event was removed while the request ran.", &[EventNotFound]),
+    409 => shared("IdempotencyKeyInFlight"),
+    413 => shared("BodyTooLarge"),
+    422 => shared("IdempotencyKeyReused"),
+    500 => shared("Internal"),
+});
+
+refusals!(ShowEventRefusals {
+    404 => shared("EventNotFound"),
+});
 
 /// An event that was not created, as the API answers it.
 impl From<EventError> for ApiError {

@@ -10,30 +10,55 @@ use std::collections::{HashMap, HashSet};
 
 use async_zip::tokio::write::ZipFileWriter;
 use async_zip::{Compression, ZipDateTime, ZipEntryBuilder};
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
-use axum::routing::get;
 use futures_lite::AsyncWriteExt;
 use futures_util::StreamExt;
 use tokio::io::DuplexStream;
 use tokio_util::io::ReaderStream;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::Organiser;
+use super::openapi::{SlugParam, refusals, schemas};
 use crate::app::AppState;
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/events/{slug}/export.zip", get(export))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(export))
 }
 
 const PIPE_BYTES: usize = 256 * 1024;
 const PAGE: i64 = 200;
 
+/// Download the event's photos (organiser)
+///
+/// The event's organiser takes the visible originals home as one ZIP archive: one entry per upload that is neither
+/// hidden nor deleted (whether `processing`, `ready` or `failed`), and nothing else. Entries are the original
+/// bytes, stored (not compressed), oldest upload first, named `<display name> - <file name without its
+/// extension>.<jpg|png|gif|webp>`: the extension comes from the stored image format, never from the guest's file
+/// name; Unicode format characters (bidi overrides, zero-width…), control characters and `<>:"/\|?*` are removed,
+/// no leading dots, no trailing dots or spaces, no Windows device name as the stem; at most 100 characters and 200
+/// bytes; ` (2)`, ` (3)`… when two would have the same name, compared case-insensitively, dated by `taken_at`, else
+/// `created_at`. ZIP64 records are written when the archive passes 4 GiB. The archive is written while it is sent
+/// (no `Content-Length`); should reading an original fail midway, the download ends early without the ZIP's central
+/// directory, so an incomplete archive never looks complete.
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{slug}/export.zip",
+    operation_id = "exportEvent",
+    tag = "media",
+    security(("organiserBearer" = []), ("organiserCookie" = [])),
+    params(SlugParam),
+    responses(
+        (status = 200, description = "The archive, streamed.", content_type = "application/zip", body = inline(schemas::Zip), headers(("Content-Disposition" = String, description = "`attachment; filename=\"confetti-{slug}.zip\"`."), ("Cache-Control" = String, description = "`no-store`."))),
+        ExportEventRefusals,
+    ),
+)]
 async fn export(
     State(state): State<AppState>,
     Organiser(event): Organiser,
@@ -218,3 +243,10 @@ fn extension(content_type: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests;
+
+refusals!(ExportEventRefusals {
+    401 => shared("Unauthenticated"),
+    403 => problem("`forbidden`: a guest, or the organiser of another event (also when the slug names no event).", &[Forbidden]),
+    404 => problem("The slug is not a well-formed slug (checked after the credential).", &[EventNotFound]),
+    500 => shared("Internal"),
+});

@@ -1,19 +1,19 @@
-//! Who is asking: extractors for the three principals. A bearer token wins over cookies;
-//! the token's prefix says whose it is. A state-changing request authenticated by a cookie
-//! must come from this server's own pages (`Origin` check), since browsers attach cookies
-//! to requests other sites start.
+//! Who is asking: extractors for the three principals, read from the request's `Credentials`
+//! (resolved once per request, `http::credentials`); and the request-body readers every JSON
+//! route shares.
 
 use std::time::Duration;
 
 use axum::body::{Body, BodyDataStream, Bytes};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, header};
 use bytes::BytesMut;
 use futures_util::StreamExt;
 
+use super::credentials::{Credentials, bearer, cookie};
 use crate::app::AppState;
-use crate::auth::{self, GUEST_COOKIE, GUEST_PREFIX, ORGANISER_COOKIE, ORGANISER_PREFIX};
+use crate::auth::{ORGANISER_COOKIE, ORGANISER_PREFIX};
 use crate::db::events::EventRow;
 use crate::db::guests::GuestRow;
 use crate::error::ApiError;
@@ -46,71 +46,41 @@ impl Viewer {
     pub fn guest_id(&self) -> Option<uuid::Uuid> {
         self.guest.as_ref().map(|g| g.id)
     }
-}
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-}
-
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
-}
-
-/// Refuses a cookie-authenticated write started by another site's page.
-fn check_origin(parts: &Parts, state: &AppState) -> Result<(), ApiError> {
-    if matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS) {
-        return Ok(());
+    /// 401 unless at least one valid guest or organiser credential is present; 403
+    /// `cross_origin` when it is a cookie on another site's write.
+    fn of(credentials: Credentials) -> Result<Self, ApiError> {
+        let viewer = match credentials {
+            Credentials::Bearer { guest, organiser, .. } => Viewer { guest, organiser },
+            Credentials::Cookies { guest, organiser, cross_origin } => {
+                if (guest.is_some() || organiser.is_some()) && cross_origin {
+                    return Err(ApiError::CrossOrigin);
+                }
+                Viewer { guest, organiser }
+            }
+        };
+        if viewer.guest.is_none() && viewer.organiser.is_none() {
+            return Err(ApiError::Unauthenticated);
+        }
+        Ok(viewer)
     }
-    let Some(origin) = parts.headers.get(header::ORIGIN) else {
-        return Ok(());
-    };
-    let origin = origin.to_str().unwrap_or_default();
-    let origin_authority = origin.split_once("://").map(|(_, a)| a).unwrap_or_default();
-    let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let public_authority = state.settings.public_url.split_once("://").map(|(_, a)| a);
-    if !origin_authority.is_empty() && (Some(origin_authority) == host || Some(origin_authority) == public_authority) {
-        Ok(())
-    } else {
-        Err(ApiError::CrossOrigin)
-    }
-}
-
-async fn guest_by_token(state: &AppState, token: &str) -> Result<Option<GuestRow>, ApiError> {
-    if !token.starts_with(GUEST_PREFIX) {
-        return Ok(None);
-    }
-    Ok(state.db.guest_by_token_hash(&auth::token_digest(token)).await?)
-}
-
-async fn organiser_by_token(state: &AppState, token: &str) -> Result<Option<EventRow>, ApiError> {
-    if !token.starts_with(ORGANISER_PREFIX) {
-        return Ok(None);
-    }
-    Ok(state.db.organiser_event(&auth::token_digest(token)).await?)
 }
 
 impl FromRequestParts<AppState> for Guest {
     type Rejection = ApiError;
 
+    /// The bearer token when there is one, else the guest cookie; never the organiser's.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let (token, by_cookie) = match bearer(&parts.headers) {
-            Some(token) => (token, false),
-            None => (cookie(&parts.headers, GUEST_COOKIE).ok_or(ApiError::Unauthenticated)?, true),
-        };
-        let guest = guest_by_token(state, token).await?.ok_or(ApiError::Unauthenticated)?;
-        if by_cookie {
-            check_origin(parts, state)?;
+        match Credentials::of(parts, state).await? {
+            Credentials::Bearer { guest, .. } => guest.map(Guest).ok_or(ApiError::Unauthenticated),
+            Credentials::Cookies { guest, cross_origin, .. } => {
+                let guest = guest.ok_or(ApiError::Unauthenticated)?;
+                if cross_origin {
+                    return Err(ApiError::CrossOrigin);
+                }
+                Ok(Guest(guest))
+            }
         }
-        Ok(Guest(guest))
     }
 }
 
@@ -126,47 +96,35 @@ impl FromRequestParts<AppState> for Organiser {
 impl FromRequestParts<AppState> for Viewer {
     type Rejection = ApiError;
 
-    /// 401 unless at least one valid guest or organiser credential is present.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let viewer = match bearer(&parts.headers) {
-            Some(token) => Viewer {
-                guest: guest_by_token(state, token).await?,
-                organiser: organiser_by_token(state, token).await?,
-            },
-            None => {
-                let guest = match cookie(&parts.headers, GUEST_COOKIE) {
-                    Some(token) => guest_by_token(state, token).await?,
-                    None => None,
-                };
-                let organiser = match cookie(&parts.headers, ORGANISER_COOKIE) {
-                    Some(token) => organiser_by_token(state, token).await?,
-                    None => None,
-                };
-                if guest.is_some() || organiser.is_some() {
-                    check_origin(parts, state)?;
-                }
-                Viewer { guest, organiser }
-            }
-        };
-        if viewer.guest.is_none() && viewer.organiser.is_none() {
-            return Err(ApiError::Unauthenticated);
-        }
-        Ok(viewer)
+        Viewer::of(Credentials::of(parts, state).await?)
     }
 }
 
 impl FromRequestParts<AppState> for Admin {
     type Rejection = ApiError;
 
+    /// The admin token as bearer; any other valid credential is 403, none 401.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        match bearer(&parts.headers) {
-            Some(token) if auth::constant_time_eq(token.as_bytes(), state.admin_token.as_bytes()) => Ok(Admin),
-            _ => match Viewer::from_request_parts(parts, state).await {
-                Ok(_) => Err(ApiError::Forbidden),
-                Err(e) => Err(e),
-            },
+        match Credentials::of(parts, state).await? {
+            Credentials::Bearer { admin: true, .. } => Ok(Admin),
+            credentials => Viewer::of(credentials).and(Err(ApiError::Forbidden)),
         }
     }
+}
+
+/// Who a keyed write belongs to, for scoping its `Idempotency-Key`: the admin, a guest, an
+/// event's organiser (all of that organiser's sessions share one scope). `None` when the
+/// request carries no valid credential (the handler refuses it as it would without a key).
+pub async fn principal(parts: &mut Parts, state: &AppState) -> Option<String> {
+    let credentials = Credentials::of(parts, state).await.ok()?;
+    if let Credentials::Bearer { admin: true, .. } = credentials {
+        return Some("admin".to_owned());
+    }
+    let viewer = Viewer::of(credentials).ok()?;
+    let guest = viewer.guest.map(|g| format!("guest:{}", g.id));
+    let organiser = viewer.organiser.map(|e| format!("organiser:{}", e.id));
+    Some([guest, organiser].into_iter().flatten().collect::<Vec<_>>().join("+"))
 }
 
 /// The organiser token a request authenticates with, chosen as `Organiser` chooses: a bearer
@@ -258,17 +216,4 @@ where
             Err(rejection) => Err(ApiError::InvalidRequest(rejection.body_text())),
         }
     }
-}
-
-/// Who a keyed write belongs to, for scoping its `Idempotency-Key`: the admin, a guest, an
-/// event's organiser (all of that organiser's sessions share one scope). `None` when the
-/// request carries no valid credential.
-pub async fn principal(parts: &mut Parts, state: &AppState) -> Option<String> {
-    if bearer(&parts.headers).is_some_and(|t| auth::constant_time_eq(t.as_bytes(), state.admin_token.as_bytes())) {
-        return Some("admin".to_owned());
-    }
-    let viewer = Viewer::from_request_parts(parts, state).await.ok()?;
-    let guest = viewer.guest.map(|g| format!("guest:{}", g.id));
-    let organiser = viewer.organiser.map(|e| format!("organiser:{}", e.id));
-    Some([guest, organiser].into_iter().flatten().collect::<Vec<_>>().join("+"))
 }

@@ -5,17 +5,18 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::routing::get;
 use futures_util::Stream;
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, watch};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::Viewer;
+use super::openapi::{SlugParam, refusals, schemas};
 use super::uploads::visible_upload;
 use super::views::UploadJson;
 use crate::app::AppState;
@@ -24,10 +25,36 @@ use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
 use crate::live::LiveEvent;
 
-pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/events/{slug}/live", get(live))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(live))
 }
 
+/// Live news of the event, for slideshows
+///
+/// A server-sent event stream (`text/event-stream`) for a guest of the event or its organiser: what a slideshow
+/// needs.
+///
+/// - `event: upload`, `data:` the Upload as JSON (schema `Upload`, as this listener may see it, read when the news
+///   arrives): an upload became `ready`, or a `ready` upload was shown again by the organiser. Uploads hidden or
+///   gone again by then are left out; a failed upload is never announced.
+/// - `event: removed`, `data:` `{"id":"<upload id>"}`: an upload was hidden or deleted.
+/// - A comment line (`:`) after 15 s without news keeps the connection open.
+///
+/// Events carry no `id:`; a reconnecting client reloads the listing instead of resuming. A listener who has just
+/// connected may hear of changes up to 30 s old; news from other server instances sharing the database arrives
+/// within about half a second. The stream ends when the server stops (reconnect then).
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{slug}/live",
+    operation_id = "liveEvents",
+    tag = "live",
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    params(SlugParam),
+    responses(
+        (status = 200, description = "The stream; open until the client leaves or the server stops.", content_type = "text/event-stream", body = inline(schemas::EventStream), headers(("Cache-Control" = String, description = "`no-cache`."))),
+        LiveEventsRefusals,
+    ),
+)]
 async fn live(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -90,3 +117,10 @@ impl Listener {
         }
     }
 }
+
+refusals!(LiveEventsRefusals {
+    401 => shared("Unauthenticated"),
+    403 => problem("`wrong_event`: a guest of another event. `forbidden`: only the organiser of another event.", &[WrongEvent, Forbidden]),
+    404 => shared("EventNotFound"),
+    500 => shared("Internal"),
+});

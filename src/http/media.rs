@@ -3,16 +3,17 @@
 //! under a URL, so it is cached for a year; the original is validated by its SHA-256 and
 //! served in ranges, a derivative (made once per upload) by its upload id and kind.
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use object_store::GetRange;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::Viewer;
+use super::openapi::{UploadIdParam, refusals, schemas};
 use super::uploads::visible_upload;
 use crate::app::AppState;
 use crate::blobs::BlobKey;
@@ -21,11 +22,8 @@ use crate::error::{ApiError, ApiResult};
 
 const CACHE_FOREVER: &str = "private, max-age=31536000, immutable";
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/uploads/{id}/original", get(original))
-        .route("/api/v1/uploads/{id}/thumb", get(thumb))
-        .route("/api/v1/uploads/{id}/preview", get(preview))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(original)).routes(routes!(thumb)).routes(routes!(preview))
 }
 
 fn not_modified(headers: &HeaderMap, etag: &str) -> Option<Response> {
@@ -64,10 +62,50 @@ fn none_match_lists(field: &[u8], current: &[u8]) -> bool {
     }
 }
 
+/// The thumb's bytes
+///
+/// A JPEG 400 px on its long edge (the contract allows 320–512; a smaller original is not enlarged), pixels turned
+/// upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie as well
+/// as by bearer token (an `<img>` sends only cookies). 404 until it is made: use `urls.thumb` of the Upload, which
+/// is null until then (and stays null when processing `failed`). Made once per upload, it never changes: cached for
+/// a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file).
+#[utoipa::path(
+    get,
+    path = "/api/v1/uploads/{id}/thumb",
+    operation_id = "getThumb",
+    tag = "media",
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too.")),
+    responses(
+        (status = 200, description = "The thumb.", content_type = "image/jpeg", body = inline(schemas::Jpeg), headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` or `\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
+        (status = 304, description = "`If-None-Match` matched: no body.", headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` or `\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
+        GetThumbRefusals,
+    ),
+)]
 async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers: HeaderMap) -> ApiResult<Response> {
     derivative(state, viewer, id, headers, Derivative::Thumb).await
 }
 
+/// The preview's bytes
+///
+/// A JPEG 1600–2048 px on its long edge (never larger than the original: a smaller original keeps its size), pixels
+/// turned upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie
+/// as well as by bearer token (an `<img>` sends only cookies). 404 until it is made: use `urls.preview` of the
+/// Upload, which is null until then (and stays null when processing `failed`). Made once per upload, it never
+/// changes: cached for a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file).
+#[utoipa::path(
+    get,
+    path = "/api/v1/uploads/{id}/preview",
+    operation_id = "getPreview",
+    tag = "media",
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too.")),
+    responses(
+        (status = 200, description = "The preview.", content_type = "image/jpeg", body = inline(schemas::Jpeg), headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` or `\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
+        (status = 304, description = "`If-None-Match` matched: no body.", headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` or `\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
+        GetPreviewRefusals,
+    ),
+)]
 async fn preview(state: State<AppState>, viewer: Viewer, id: Path<String>, headers: HeaderMap) -> ApiResult<Response> {
     derivative(state, viewer, id, headers, Derivative::Preview).await
 }
@@ -115,6 +153,25 @@ async fn derivative(
     Ok(response)
 }
 
+/// The original's bytes
+///
+/// To the same principals as the Upload, by cookie as well as by bearer token (an `<img>` sends only cookies).
+/// Content never changes under this URL: cached for a year, validated by `ETag` (the SHA-256). A single byte range
+/// gives 206; several ranges or another unit are ignored (200, whole file).
+#[utoipa::path(
+    get,
+    path = "/api/v1/uploads/{id}/original",
+    operation_id = "getOriginal",
+    tag = "media",
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too."), ("Range" = Option<String>, Header, nullable = false, description = "`bytes=first-last`, `bytes=first-` or `bytes=-suffix`: 206. Starting at or beyond the end: 416.", example = "bytes=0-1023")),
+    responses(
+        (status = 200, description = "The whole original, as its `content_type`.", content_type = "image/*", body = inline(schemas::Original), headers(("ETag" = inline(schemas::Sha256ETag), description = "The original's SHA-256, quoted: `\"<sha256 hex>\"`. Content never changes under a URL."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Accept-Ranges" = inline(schemas::Bytes), description = "`bytes`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
+        (status = 206, description = "The requested byte range.", content_type = "image/*", body = inline(schemas::Original), headers(("Content-Range" = inline(schemas::ContentRange), description = "`bytes {first}-{last}/{length}` on 206."), ("ETag" = inline(schemas::Sha256ETag), description = "The original's SHA-256, quoted: `\"<sha256 hex>\"`. Content never changes under a URL."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Accept-Ranges" = inline(schemas::Bytes), description = "`bytes`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
+        (status = 304, description = "`If-None-Match` matched: no body.", headers(("ETag" = inline(schemas::Sha256ETag), description = "The original's SHA-256, quoted: `\"<sha256 hex>\"`. Content never changes under a URL."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
+        GetOriginalRefusals,
+    ),
+)]
 async fn original(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -223,3 +280,22 @@ mod tests {
         assert!(!matches(""));
     }
 }
+
+refusals!(GetOriginalRefusals {
+    401 => shared("Unauthenticated"),
+    404 => problem("No such upload, deleted, or not visible to the caller.", &[NotFound]),
+    416 => with_header(problem("The range starts at or beyond the end of the file.", &[RangeNotSatisfiable]), "Content-Range", schemas::UnsatisfiedRange::schema(), "`bytes */{length}`."),
+    500 => shared("Internal"),
+});
+
+refusals!(GetThumbRefusals {
+    401 => shared("Unauthenticated"),
+    404 => problem("No such upload, deleted, or not visible to the caller; or its thumb does not exist (yet): the upload is still `processing`, or processing `failed`.", &[NotFound]),
+    500 => shared("Internal"),
+});
+
+refusals!(GetPreviewRefusals {
+    401 => shared("Unauthenticated"),
+    404 => problem("No such upload, deleted, or not visible to the caller; or its preview does not exist (yet): the upload is still `processing`, or processing `failed`.", &[NotFound]),
+    500 => shared("Internal"),
+});

@@ -5,13 +5,17 @@ pub mod body_timeout;
 pub mod client_addr;
 pub mod connection_activity;
 pub mod connections;
+pub mod credentials;
 pub mod events;
 pub mod export;
 pub mod extract;
+pub mod gallery;
 pub mod guests;
+pub mod idempotency;
 pub mod live;
 pub mod media;
 pub mod multipart;
+pub mod openapi;
 pub mod organiser;
 pub mod pages;
 pub mod problem;
@@ -22,22 +26,29 @@ pub mod upload_parts;
 pub mod uploads;
 pub mod views;
 
-use axum::Router;
+use axum::{Extension, Router};
 
 use crate::app::AppState;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
+/// Every route, each API route with its operation in the API reference (`openapi`), which is
+/// made here once and served at `/api/v1/openapi.json`. The writes that take an
+/// `Idempotency-Key` are wrapped by their module in `Keyed::route`. The web page's routes are
+/// not part of the API.
+pub fn routes(state: &AppState) -> Router<AppState> {
+    let keyed = idempotency::Keyed::new(state);
+    let (api, reference) = openapi::router()
         .merge(system::routes())
-        .merge(events::routes())
+        .merge(events::routes(&keyed))
         .merge(guests::routes())
         .merge(organiser::routes())
-        .merge(uploads::routes())
-        .merge(reactions::routes())
+        .merge(uploads::routes(&keyed))
+        .merge(gallery::routes())
+        .merge(reactions::routes(&keyed))
         .merge(export::routes())
         .merge(live::routes())
         .merge(media::routes())
-        .merge(pages::routes())
+        .split_for_parts();
+    api.layer(Extension(openapi::Document(openapi::document(reference)))).merge(pages::routes())
 }
 
 /// `Idempotent-Replayed: true`, on answers that repeat an earlier one.

@@ -1,7 +1,7 @@
 //! The web page and the API reference, embedded in the binary: `/` and every event link
 //! serve the same page (its ES modules decide what to show); `/static/…` its files;
-//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser;
-//! `/api/v1/openapi.json` describes the API.
+//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser. Not part of the
+//! API, so not in its reference (`http::openapi`).
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -16,7 +16,6 @@ use crate::app::AppState;
 use crate::error::{ApiError, ApiResult};
 
 const INDEX_HTML: &str = include_str!("../../static/index.html");
-const OPENAPI_JSON: &str = include_str!("../../static/openapi.json");
 
 const JS: &str = "text/javascript; charset=utf-8";
 
@@ -49,7 +48,6 @@ pub fn routes() -> Router<AppState> {
         .route("/e/{slug}/organiser", get(index))
         .route("/e/{slug}/qr.svg", get(join_qr_code))
         .route("/static/{file}", get(static_file))
-        .route("/api/v1/openapi.json", get(|| async { ([(header::CONTENT_TYPE, "application/json")], OPENAPI_JSON) }))
 }
 
 async fn index() -> impl IntoResponse {

@@ -8,19 +8,40 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use serde::Serialize;
 use tokio::net::TcpListener;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::openapi::{refusals, schemas};
 use crate::app::AppState;
 use crate::auth;
 use crate::error::ApiError;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(ready))
-        .route("/api/v1/info", get(info))
-        .route("/metrics", get(public_metrics))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(ready))
+        .routes(routes!(info))
+        .routes(routes!(public_metrics))
+}
+
+/// Liveness
+///
+/// 200 once the server serves requests. Needs nothing else.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    operation_id = "healthz",
+    tag = "system",
+    security(()),
+    responses(
+        (status = 200, description = "Serving.", content_type = "text/plain", body = inline(schemas::Ok)),
+    ),
+)]
+async fn healthz() -> &'static str {
+    "ok"
 }
 
 /// With `--metrics-bind`, serves `/metrics` there (and nothing else) until `shutdown` resolves.
@@ -60,7 +81,37 @@ pub async fn spawn_metrics_listener(
     }
 }
 
-/// On the public port: absent when the operator gave metrics an address of their own.
+/// Counters for operators
+///
+/// Counters in the Prometheus text exposition format (`Content-Type: text/plain; version=0.0.4`): for each, a `#
+/// HELP` line, a `# TYPE … counter` line and its value. Counted per server process since it started. Needs no
+/// credential. The counters, about `Idempotency-Key` on writes and the derivative worker:
+///
+/// - `confetti_idempotency_executions_total`: writes that claimed a key and ran.
+/// - `confetti_idempotency_replays_total`: recorded answers replayed.
+/// - `confetti_idempotency_mismatches_total`: keys reused with another request (422).
+/// - `confetti_idempotency_in_flight_total`: attempts answered 409 while the key was held.
+/// - `confetti_idempotency_takeovers_total`: claims taken over after their lease expired.
+/// - `confetti_idempotency_released_total`: keys released after a refusal or failure.
+/// - `confetti_idempotency_swept_total`: completed keys forgotten after the retention.
+/// - `confetti_derivatives_made_total`: uploads whose thumb and preview this instance made.
+/// - `confetti_derivatives_failed_total`: uploads this instance could not decode (original kept, status `failed`).
+///
+/// Kept private by the operator: with `--metrics-bind` it is served only on that address (the public port answers
+/// 404 `not_found`); with `CONFETTI_METRICS_TOKEN` set it needs `Authorization: Bearer <token>` (otherwise 401
+/// `unauthenticated`).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "getMetrics",
+    tag = "system",
+    security(()),
+    responses(
+        (status = 200, description = "The counters.", content_type = "text/plain", body = inline(schemas::MetricsText)),
+        GetMetricsRefusals,
+    ),
+)]
+// On the public port: absent when the operator gave metrics an address of their own.
 async fn public_metrics(State(state): State<AppState>, headers: HeaderMap) -> Result<MetricsText, ApiError> {
     if state.settings.metrics_bind.is_some() {
         return Err(ApiError::NotFound);
@@ -84,27 +135,114 @@ async fn private_metrics(State(state): State<AppState>, headers: HeaderMap) -> R
     Ok(metrics(&state))
 }
 
+refusals!(GetMetricsRefusals {
+    401 => problem("`CONFETTI_METRICS_TOKEN` is set and the request does not carry it.", &[Unauthenticated]),
+    404 => problem("`--metrics-bind` is set: not served on this address.", &[NotFound]),
+});
+
 type MetricsText = ([(axum::http::HeaderName, &'static str); 1], String);
 
-/// 200 while the database answers, else 503 (a load balancer stops sending guests here).
+/// Readiness
+///
+/// 200 while the database answers, else 503 problem+json `not_ready` (a load balancer stops sending requests here).
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    operation_id = "readyz",
+    tag = "system",
+    security(()),
+    responses(
+        (status = 200, description = "The database answers.", content_type = "text/plain", body = inline(schemas::Ready)),
+        ReadyzRefusals,
+    ),
+)]
 async fn ready(State(state): State<AppState>) -> Result<&'static str, ApiError> {
     if state.db.ping().await { Ok("ready") } else { Err(ApiError::NotReady) }
 }
 
-async fn info(State(state): State<AppState>) -> Json<Value> {
-    Json(json!({
-        "name": "confetti",
-        "version": env!("CARGO_PKG_VERSION"),
-        "capabilities": ["client_upload_id", "upload_preflight", "idempotency_keys"],
-        "limits": {
-            "max_upload_bytes": state.settings.max_upload_bytes,
-            "max_image_pixels": state.settings.max_image_pixels,
+refusals!(ReadyzRefusals {
+    503 => problem("The database does not answer.", &[NotReady]),
+});
+
+/// Capabilities and limits
+///
+/// What this server can do. A client uses a retry-with-key feature only when the server lists its capability.
+#[utoipa::path(
+    get,
+    path = "/api/v1/info",
+    operation_id = "getInfo",
+    tag = "system",
+    security(()),
+    responses(
+        (status = 200, description = "Capabilities and limits.", body = Info),
+    ),
+)]
+async fn info(State(state): State<AppState>) -> Json<Info> {
+    Json(Info {
+        name: "confetti",
+        version: env!("CARGO_PKG_VERSION"),
+        capabilities: &["client_upload_id", "upload_preflight", "idempotency_keys"],
+        limits: Limits {
+            max_upload_bytes: state.settings.max_upload_bytes,
+            max_image_pixels: state.settings.max_image_pixels,
         },
-        "idempotency": {
-            "retention_s": state.settings.idempotency_retention_s,
-            "lease_s": state.settings.idempotency_lease_s,
+        idempotency: KeyTiming {
+            retention_s: state.settings.idempotency_retention_s,
+            lease_s: state.settings.idempotency_lease_s,
         },
-    }))
+    })
+}
+
+#[derive(Serialize, ToSchema)]
+struct Info {
+    #[schema(schema_with = confetti)]
+    name: &'static str,
+    /// The server's version.
+    #[schema(value_type = String, examples("0.1.0"))]
+    version: &'static str,
+    /// Features a client may rely on. This server lists `client_upload_id` (deduplicated uploads, the
+    /// `Idempotency-Key` header on uploads), `upload_preflight` (`GET …/uploads/by-client-id/{client_upload_id}`)
+    /// and `idempotency_keys` (`Idempotency-Key` on every other authenticated write: parameter `IdempotencyKey`).
+    /// Ignore values you do not know.
+    #[schema(value_type = Vec<String>, examples(json!(["client_upload_id", "upload_preflight", "idempotency_keys"])))]
+    capabilities: &'static [&'static str],
+    #[schema(inline)]
+    limits: Limits,
+    #[schema(inline)]
+    idempotency: KeyTiming,
+}
+
+/// `name` is always `confetti`.
+fn confetti() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["confetti"]))
+        .build()
+}
+
+#[derive(Serialize, ToSchema)]
+struct Limits {
+    /// Largest file accepted (default 50 MiB).
+    #[schema(minimum = 0)]
+    max_upload_bytes: u64,
+    /// Most pixels an image header may declare (default 100 million).
+    #[schema(minimum = 0)]
+    max_image_pixels: u64,
+}
+
+/// How long this server keeps `Idempotency-Key`s (capability `idempotency_keys`; parameter `IdempotencyKey`).
+#[derive(Serialize, ToSchema)]
+struct KeyTiming {
+    /// Seconds a completed key is remembered (and replayed) before it is swept: `--idempotency-retention-s` /
+    /// `CONFETTI_IDEMPOTENCY_RETENTION_S`, default 86400 (24 h). The sweep runs every 10 minutes, so a key may
+    /// live up to that much longer, never shorter.
+    #[schema(minimum = 0, examples(86400))]
+    retention_s: u64,
+    /// Seconds a running attempt holds its key: `--idempotency-lease-s` / `CONFETTI_IDEMPOTENCY_LEASE_S`, default
+    /// 30. Meanwhile a retry with the key gets 409 `idempotency_key_in_flight`; after it, a retry takes over the
+    /// claim of an attempt whose process died.
+    #[schema(minimum = 0, examples(30))]
+    lease_s: u64,
 }
 
 /// Counters in the Prometheus text format, so an operator can watch the mechanisms work:

@@ -1,44 +1,106 @@
 //! Uploads: the deduplicated upload (the use case lives in `ingest`), reading one upload,
-//! the by-client-id preflight, the event listing, hiding and deleting.
+//! the by-client-id preflight, hiding and deleting. The event's listing is `gallery`.
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::IDEMPOTENT_REPLAYED;
 use super::extract::{Guest, Viewer};
+use super::idempotency::{Keyed, Write};
+use super::openapi::{IdempotencyKeyParam, SlugParam, UploadIdParam, refusals, schemas};
 use super::upload_parts::{self, Outcome};
 use super::views::UploadJson;
 use crate::app::AppState;
 use crate::db::blob_jobs::BlobJobKind;
 use crate::db::live::LiveKind;
-use crate::db::uploads::{ListQuery, UploadRow};
-use crate::domain::{ClientUploadId, EventSlug, UploadStatus};
+use crate::db::uploads::UploadRow;
+use crate::domain::{ClientUploadId, UploadStatus};
 use crate::error::{ApiError, ApiResult};
-use crate::idempotency::Write;
 use crate::ingest::Ingested;
 use crate::jobs::blob_jobs::BlobJobs;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/events/{slug}/uploads",
-            // The upload counts its own bytes against `max_upload_bytes`; axum's 2 MB default
-            // would cut photos off.
-            post(create_upload).layer(DefaultBodyLimit::disable()).get(list_uploads),
-        )
-        .route("/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}", get(upload_by_client_id))
-        .route("/api/v1/uploads/{id}", get(get_upload).patch(change_upload).delete(delete_upload))
+pub fn routes(keyed: &Keyed) -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        // The upload counts its own bytes against `max_upload_bytes`; axum's 2 MB default would
+        // cut photos off. It has its own key (`ingest`), so it is not `Keyed`.
+        .routes(routes!(create_upload).layer(DefaultBodyLimit::disable()))
+        .routes(routes!(upload_by_client_id))
+        .routes(routes!(get_upload))
+        .routes(keyed.route(routes!(change_upload, delete_upload)))
 }
 
+// The upload's `multipart/form-data` body, for the document (the handler reads it as a stream
+// of parts, `http::multipart`).
+/// Parts, in this order: `client_upload_id` (optional), `caption` (optional), `file` (required for a new
+/// upload). Clients send `client_upload_id` BEFORE the file part, so that a retry's bytes are read and discarded
+/// instead of stored. Other parts are read and ignored.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+struct UploadForm {
+    /// A UUID the client made once for this queued photo (not the nil UUID). Unique across the whole server, not
+    /// per event. Not a UUID: 400 `invalid_client_upload_id`. Same meaning as a UUID `Idempotency-Key` header;
+    /// both present and different: 400 `idempotency_key_mismatch`.
+    #[schema(nullable = false)]
+    client_upload_id: Option<Uuid>,
+    /// Trimmed; control characters and Unicode format characters (bidi overrides, zero-width…) removed, line
+    /// breaks kept as `\n`, tabs turned into spaces; then at most 500 characters (otherwise 422
+    /// `invalid_caption`); empty means no caption.
+    #[schema(nullable = false, max_length = 500)]
+    caption: Option<String>,
+    /// The photo, with its file name (`filename` in its Content-Disposition; directories are dropped, at most 255
+    /// characters, `photo` when missing). Its type is sniffed from the bytes; the declared type is ignored.
+    /// Exactly one `file` part; a replay needs none.
+    #[schema(value_type = String, content_media_type = "application/octet-stream")]
+    file: Vec<u8>,
+}
+
+/// Upload a photo (guest)
+///
+/// A guest of the event uploads one photo, deduplicated on the client's upload id.
+///
+/// **The key.** The `client_upload_id` part, or the `Idempotency-Key` header when it holds a UUID (the two mean the
+/// same; a header that is not a UUID is ignored). `client_upload_id` is unique across the whole server, not per
+/// event. A request without any key is never deduplicated.
+///
+/// **Before the body.** A key in the header is looked up before the body is read: a known key is answered (200
+/// replay, 409, 410) without storing any bytes. The server reads the rest of the body and discards it before
+/// answering (closing early would reset the client's connection); when the request carries `Expect: 100-continue`,
+/// it answers before the client sends the body at all (a replay is then answered without comparing the declared
+/// parts). A `client_upload_id` part sent before the `file` part is looked up at once too, so a retry's bytes are
+/// drained, never stored.
+///
+/// **Order of decisions:** 401/403 (who, which event) → the key: 409 another guest's, 410 deleted, otherwise a
+/// replay (200; when the declared parts were read, 422 if the file name or caption differ — compared by value,
+/// never by the raw body; a replay needs no file part) → only then the new-upload checks: 403 `uploads_closed`,
+/// 400, 413, 415. A replay is a replay even when the guest's quota has filled or uploads have closed since: 200,
+/// never 413/403. Malformed parts (400 `invalid_multipart`, `invalid_client_upload_id`, `idempotency_key_mismatch`,
+/// 422 `invalid_caption`) are refused wherever they are found.
+///
+/// Every refused attempt leaves nothing behind: no row, no blob, no quota charged. Every answer with an Upload
+/// shows its live state (same id on every replay).
+#[utoipa::path(
+    post,
+    path = "/api/v1/events/{slug}/uploads",
+    operation_id = "createUpload",
+    tag = "uploads",
+    security(("guestBearer" = []), ("guestCookie" = [])),
+    params(SlugParam, ("Idempotency-Key" = Option<String>, Header, nullable = false, description = "When it holds a UUID: the same as the `client_upload_id` part (both present and different: 400 `idempotency_key_mismatch`). Any other value (some browsers add keys of their own) is ignored here. Uploads do not take part in the `Idempotency-Key` of other writes (parameter `IdempotencyKey`): no `invalid_idempotency_key`, `idempotency_key_in_flight` or `idempotency_key_reused` here.", example = "0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f"), ("Expect" = inline(Option<schemas::Continue>), Header, nullable = false, description = "`100-continue`: with a known `Idempotency-Key`, the answer comes before the body is sent.")),
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 200, description = "A replay: a later attempt with a known key by the same guest (sequential or concurrent, bytes re-sent or not). The SAME upload's live state; nothing new stored, quota not charged again.", body = UploadJson, headers(("Idempotent-Replayed" = inline(schemas::True), description = "`true`: this answer repeats an earlier upload with the same key; nothing new was stored and no quota was charged.")), links(("getUpload" = (operation_id = "getUpload", parameters(("id" = "$response.body#/id")), description = "The upload's live state: its status, and its thumb and preview once they exist.")))),
+        (status = 201, description = "First attempt: stored.", body = UploadJson, headers(("Location" = String, description = "`/api/v1/uploads/{id}`.")), links(("getUpload" = (operation_id = "getUpload", parameters(("id" = "$response.body#/id")), description = "The upload's live state: its status, and its thumb and preview once they exist.")))),
+        CreateUploadRefusals,
+    ),
+)]
 async fn create_upload(
     State(state): State<AppState>,
     Guest(guest): Guest,
@@ -84,6 +146,22 @@ pub async fn visible_upload(state: &AppState, viewer: &Viewer, id: Uuid) -> ApiR
     if visible { Ok(row) } else { Err(ApiError::NotFound) }
 }
 
+/// One upload
+///
+/// For a guest of its event or its organiser; a hidden upload only for the organiser and its uploader. Anything
+/// else — including another event's upload — is 404, revealing nothing.
+#[utoipa::path(
+    get,
+    path = "/api/v1/uploads/{id}",
+    operation_id = "getUpload",
+    tag = "uploads",
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    params(UploadIdParam),
+    responses(
+        (status = 200, description = "The upload's live state.", body = UploadJson),
+        GetUploadRefusals,
+    ),
+)]
 async fn get_upload(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -93,7 +171,23 @@ async fn get_upload(
     Ok(Json(UploadJson::new(&visible_upload(&state, &viewer, id).await?)))
 }
 
-/// The preflight a page asks before re-sending a photo's bytes.
+/// Preflight: the guest's upload with this key
+///
+/// A client asks this before re-sending a photo's bytes over a poor connection. Only the guest's own uploads are
+/// found (hidden ones too).
+#[utoipa::path(
+    get,
+    path = "/api/v1/events/{slug}/uploads/by-client-id/{client_upload_id}",
+    operation_id = "getUploadByClientId",
+    tag = "uploads",
+    security(("guestBearer" = []), ("guestCookie" = [])),
+    params(SlugParam, ("client_upload_id" = uuid::Uuid, Path, description = "The key the guest made for the photo. Not a (non-nil) UUID: 400 `invalid_client_upload_id`.")),
+    responses(
+        (status = 200, description = "The guest's upload with this key: already stored.", body = UploadJson),
+        GetUploadByClientIdRefusals,
+    ),
+)]
+// The preflight a page asks before re-sending a photo's bytes.
 async fn upload_by_client_id(
     State(state): State<AppState>,
     Guest(guest): Guest,
@@ -110,78 +204,41 @@ async fn upload_by_client_id(
     }
 }
 
-#[derive(Deserialize)]
-struct ListParams {
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
-#[derive(Serialize)]
-struct UploadPage {
-    items: Vec<UploadJson>,
-    next_cursor: Option<String>,
-}
-
-const DEFAULT_PAGE: i64 = 50;
-const MAX_PAGE: i64 = 100;
-
-async fn list_uploads(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    Path(slug): Path<String>,
-    Query(params): Query<ListParams>,
-) -> ApiResult<Json<UploadPage>> {
-    let slug = EventSlug::parse(&slug)?;
-    let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
-    if !viewer.can_see_event(event.id) {
-        return Err(if viewer.guest.is_some() { ApiError::WrongEvent } else { ApiError::Forbidden });
-    }
-    let limit = match params.limit.as_deref() {
-        None | Some("") => DEFAULT_PAGE,
-        Some(raw) => raw
-            .parse::<i64>()
-            .map_err(|_| ApiError::InvalidRequest("`limit` must be a whole number".into()))?
-            .clamp(1, MAX_PAGE),
-    };
-    let before = match params.cursor.as_deref() {
-        None | Some("") => None,
-        Some(raw) => Some(decode_cursor(raw)?),
-    };
-    let query = ListQuery {
-        event_id: event.id,
-        viewer_guest: viewer.guest.as_ref().filter(|g| g.event_id == event.id).map(|g| g.id),
-        organiser: viewer.is_organiser_of(event.id),
-        before,
-        limit: limit + 1,
-    };
-    let mut rows = state.db.list_uploads(&query).await?;
-    let next_cursor = if rows.len() as i64 > limit {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| URL_SAFE_NO_PAD.encode(r.id.as_bytes()))
-    } else {
-        None
-    };
-    Ok(Json(UploadPage { items: rows.iter().map(UploadJson::new).collect(), next_cursor }))
-}
-
-fn decode_cursor(raw: &str) -> ApiResult<Uuid> {
-    URL_SAFE_NO_PAD
-        .decode(raw)
-        .ok()
-        .and_then(|bytes| Uuid::from_slice(&bytes).ok())
-        .ok_or_else(|| ApiError::InvalidCursor("the cursor is not one this server gave out".into()))
-}
-
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ChangeUpload {
+    /// true: hidden from guests (its uploader and the organiser still see it, with status `hidden`); false: shown
+    /// again. Setting the value it already has changes nothing and answers 200. Any other member, or `hidden`
+    /// missing or not a boolean: 400 `invalid_request`.
     hidden: bool,
 }
 
-/// The organiser hides an upload from guests (its uploader still sees it), or shows it again.
-/// Who may change the upload is decided before the body is read: an organiser of another
-/// event learns nothing from a malformed or oversized body that a well-formed one would not
-/// tell them.
+/// Hide or show an upload (organiser)
+///
+/// The event's organiser hides an upload from guests (its uploader still sees it, with status `hidden`) or shows it
+/// again. Hiding announces `removed` on the live stream; showing an upload that is `ready` announces it as `upload`
+/// (one still processing is announced when it becomes ready). Setting the value the upload already has changes
+/// nothing and answers 200. Order: 401 / 403 `cross_origin` → the `Idempotency-Key` → 403 `forbidden` for anyone
+/// who is not an organiser (whatever the id or body) → the upload (404, also for another event's organiser) → the
+/// body (400, 413). Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the same key and body
+/// gets the first attempt's answer without changing the upload again.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/uploads/{id}",
+    operation_id = "changeUpload",
+    tag = "uploads",
+    security(("organiserBearer" = []), ("organiserCookie" = [])),
+    params(UploadIdParam, IdempotencyKeyParam),
+    request_body = ChangeUpload,
+    responses(
+        (status = 200, description = "The upload as changed, as the organiser sees it (`liked_by_me` false). With `Idempotent-Replayed: true`: the recorded answer of an earlier request with the same `Idempotency-Key` — the upload as that request left it, not necessarily as it is now; nothing was changed this time.", body = UploadJson, headers(("Idempotent-Replayed" = inline(schemas::True), description = "`true`: this is the recorded answer to an earlier request with the same `Idempotency-Key` (parameter `IdempotencyKey`); the write was not run again. Absent when the write ran."))),
+        ChangeUploadRefusals,
+    ),
+)]
+// The organiser hides an upload from guests (its uploader still sees it), or shows it again.
+// Who may change the upload is decided before the body is read: an organiser of another
+// event learns nothing from a malformed or oversized body that a well-formed one would not
+// tell them.
 async fn change_upload(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -238,8 +295,26 @@ async fn may_change_upload(state: &AppState, viewer: &Viewer, id: &str) -> ApiRe
     Ok((id, row))
 }
 
-/// Soft delete: the row (and so its key) stays, a late retry learns the photo is gone;
-/// the bytes are removed and the guest's quota refunded in the same transaction.
+/// Delete an upload
+///
+/// By its uploader or the event's organiser. The original's bytes are removed and the guest's quota is refunded;
+/// the record (and so its key) stays, so a late retry with the key gets 410 `upload_deleted`. A second delete is
+/// 404. Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry of a successful delete with the same key
+/// gets 204 again (with `Idempotent-Replayed: true`), not 404.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/uploads/{id}",
+    operation_id = "deleteUpload",
+    tag = "uploads",
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    params(UploadIdParam, IdempotencyKeyParam),
+    responses(
+        (status = 204, description = "Deleted. With `Idempotent-Replayed: true`: an earlier request with the same `Idempotency-Key` deleted it.", headers(("Idempotent-Replayed" = inline(schemas::True), description = "`true`: this is the recorded answer to an earlier request with the same `Idempotency-Key` (parameter `IdempotencyKey`); the write was not run again. Absent when the write ran."))),
+        DeleteUploadRefusals,
+    ),
+)]
+// Soft delete: the row (and so its key) stays, a late retry learns the photo is gone;
+// the bytes are removed and the guest's quota refunded in the same transaction.
 async fn delete_upload(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -265,3 +340,53 @@ async fn delete_upload(
     tracing::info!(upload_id = %id, "upload deleted");
     Ok(response)
 }
+
+refusals!(CreateUploadRefusals {
+    400 => problem("`invalid_multipart`: not `multipart/form-data`, malformed, more than one `file` part, or a text part that is not UTF-8. `missing_file`: a new upload without a `file` part. `invalid_client_upload_id`: the part is not a (non-nil) UUID. `idempotency_key_mismatch`: header and part hold different UUIDs. The multipart reader is bounded: a preamble over 4 KiB, a part's headers over 8 KiB or more than 16 parts are `invalid_multipart`, answered at once with `Connection: close`. A body that sends nothing for `--body-idle-timeout-s` is cut and nothing is kept.", &[InvalidMultipart, MissingFile, InvalidClientUploadId, IdempotencyKeyMismatch]),
+    401 => problem("No valid guest credential.", &[Unauthenticated]),
+    403 => or_cross_origin("`wrong_event`: the guest joined another event (also when the slug names no event). `uploads_closed`: a new upload while the organiser has closed uploads.", &[WrongEvent, UploadsClosed]),
+    409 => problem("The key is already used by another guest's upload; nothing about it is revealed.", &[ClientUploadIdConflict]),
+    410 => problem("The key's upload was deleted since; it is not stored again.", &[UploadDeleted]),
+    413 => problem("`file_too_large`: larger than `max_upload_bytes` (`limit_bytes`). `quota_exceeded`: `used_bytes + size > quota_bytes` (`quota_bytes`, `remaining_bytes`). `image_too_large`: the image header declares more than `max_image_pixels` (`pixels`, `limit_pixels`). `event_storage_full`: the file does not fit in what is left of the event's storage cap, all guests together (`cap_bytes`, `remaining_bytes`). A body larger than `max_upload_bytes` plus 64 KiB of framing is refused at once with `file_too_large` and the connection closed.", &[FileTooLarge, QuotaExceeded, ImageTooLarge, EventStorageFull]),
+    415 => problem("The bytes are not a supported image (JPEG, PNG, WebP, GIF; HEIC is not supported by this server), whatever the declared type; or the image is damaged or cut short. An empty file (0 bytes) is refused the same way.", &[UnsupportedMediaType]),
+    422 => problem("`client_upload_id_reused`: same guest and key, but another file name or caption. `invalid_caption`: the caption is longer than 500 characters.", &[ClientUploadIdReused, InvalidCaption]),
+    500 => shared("Internal"),
+    507 => problem("The server's photo disk has less free space than its floor (`--min-free-bytes`); nothing is stored. A replay still answers 200. Retry later.", &[InsufficientStorage]),
+});
+
+refusals!(GetUploadByClientIdRefusals {
+    400 => problem("The key is not a (non-nil) UUID.", &[InvalidClientUploadId]),
+    401 => problem("No valid guest credential.", &[Unauthenticated]),
+    403 => problem("The guest joined another event (also when the slug names no event).", &[WrongEvent]),
+    404 => problem("No upload with this key, or it belongs to someone else: send it.", &[NotFound]),
+    410 => problem("The guest's upload with this key was deleted: do not send it again.", &[UploadDeleted]),
+    500 => shared("Internal"),
+});
+
+refusals!(GetUploadRefusals {
+    401 => shared("Unauthenticated"),
+    404 => problem("No such upload, deleted, or not visible to the caller.", &[NotFound]),
+    500 => shared("Internal"),
+});
+
+refusals!(ChangeUploadRefusals {
+    400 => problem("Malformed JSON, wrong content type, `hidden` missing or not a boolean, or another member (`invalid_request`). `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
+    401 => shared("Unauthenticated"),
+    403 => or_cross_origin("`forbidden`: the caller is not an organiser (a guest, whatever the id or body): only the organiser hides.", &[Forbidden]),
+    404 => problem("Not a UUID, no such upload, deleted, or not visible to the caller (another event's upload; a hidden one for anyone but the organiser and its uploader). Also for the organiser of another event.", &[NotFound]),
+    409 => shared("IdempotencyKeyInFlight"),
+    413 => shared("BodyTooLarge"),
+    422 => shared("IdempotencyKeyReused"),
+    500 => shared("Internal"),
+});
+
+refusals!(DeleteUploadRefusals {
+    400 => problem("`invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidIdempotencyKey, InvalidRequest]),
+    401 => shared("Unauthenticated"),
+    403 => or_cross_origin("`forbidden`: another guest of the event (who can see the upload but did not upload it).", &[Forbidden]),
+    404 => problem("No such upload, already deleted, or not visible to the caller.", &[NotFound]),
+    409 => shared("IdempotencyKeyInFlight"),
+    413 => shared("BodyTooLarge"),
+    422 => shared("IdempotencyKeyReused"),
+    500 => shared("Internal"),
+});

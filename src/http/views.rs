@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::db::comments::CommentRow;
@@ -13,19 +14,32 @@ fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = Event)]
 pub struct EventJson {
     pub id: Uuid,
+    /// The event's name in URLs: its name's letters and digits and a random suffix.
+    #[schema(pattern = "^[a-z0-9-]{1,80}$", examples("hochzeit-anna-ben-x7k2"))]
     pub slug: String,
+    #[schema(min_length = 1, max_length = 120)]
     pub name: String,
+    /// What a guest needs to join.
     pub join_token: String,
+    /// `{public_url}/e/{slug}?join={join_token}`: the link a QR code carries; opens the web page for this event.
+    #[schema(format = "uri")]
     pub join_url: String,
+    /// Each guest's quota (default 1 GiB).
+    #[schema(minimum = 0)]
     pub guest_quota_bytes: i64,
     pub uploads_open: bool,
+    #[schema(format = DateTime)]
     pub created_at: String,
-    /// All guests' photos together may not pass this.
+    /// The event's storage, all guests together (default `--event-storage-cap-bytes`, 100 GiB). Uploads that
+    /// would pass it are refused with 413 `event_storage_full`.
+    #[schema(minimum = 0)]
     pub storage_cap_bytes: i64,
-    /// What the event's photos take now (deleted ones are refunded).
+    /// Bytes of originals stored in the event (deleted photos refunded).
+    #[schema(minimum = 0)]
     pub used_bytes: i64,
 }
 
@@ -46,40 +60,91 @@ impl EventJson {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct GuestRef {
     pub id: Uuid,
     pub display_name: String,
 }
 
-#[derive(Serialize)]
+/// Media URLs, relative to the server. Served to the same principals as the Upload, by cookie as well as by
+/// bearer token.
+#[derive(Serialize, ToSchema)]
 pub struct UploadUrls {
+    /// `/api/v1/uploads/{id}/original`.
+    #[schema(examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/original"))]
     pub original: String,
+    /// `/api/v1/uploads/{id}/preview`: a JPEG 1600–2048 px on its long edge (never larger than the original: a
+    /// smaller original keeps its size), pixels turned upright, without any EXIF. Null until it exists: set once
+    /// the upload is `ready` (and kept while it is hidden); stays null when processing `failed`.
+    #[schema(required = true, examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/preview"))]
     pub preview: Option<String>,
+    /// `/api/v1/uploads/{id}/thumb`: a JPEG 400 px on its long edge (the contract allows 320–512; a smaller
+    /// original is not enlarged), pixels turned upright, without any EXIF. Null until it exists: set once the
+    /// upload is `ready` (and kept while it is hidden); stays null when processing `failed`.
+    #[schema(required = true, examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/thumb"))]
     pub thumb: Option<String>,
 }
 
-/// The Upload, as every read shows it: live state, relative media URLs.
-#[derive(Serialize)]
+/// One photo, as every read shows it: its live state at the time of the request (status, derivatives, likes and
+/// comments). Exception: a replay of a keyed write (`Idempotent-Replayed: true`, e.g. `changeUpload`) repeats the
+/// recorded answer.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Upload)]
 pub struct UploadJson {
+    /// UUIDv7.
     pub id: Uuid,
+    /// The event's slug.
     pub event: String,
+    /// Who uploaded it.
     pub guest: GuestRef,
+    /// The key it was uploaded with; null when it had none.
+    #[schema(required = true)]
     pub client_upload_id: Option<Uuid>,
+    #[schema(min_length = 1, max_length = 255)]
     pub filename: String,
+    #[schema(required = true, max_length = 500)]
     pub caption: Option<String>,
+    /// Sniffed from the bytes: `image/jpeg`, `image/png`, `image/gif` or `image/webp`.
+    #[schema(examples("image/jpeg"))]
     pub content_type: String,
+    #[schema(minimum = 0)]
     pub bytes: i64,
+    /// Of the original's bytes, lower-case hex.
+    #[schema(pattern = "^[0-9a-f]{64}$")]
     pub sha256: String,
+    /// As displayed (EXIF orientation applied).
+    #[schema(minimum = 0)]
     pub width: i32,
+    /// As displayed (EXIF orientation applied).
+    #[schema(minimum = 0)]
     pub height: i32,
+    /// From the photo's EXIF, when it says.
+    #[schema(required = true, format = DateTime)]
     pub taken_at: Option<String>,
+    #[schema(format = DateTime)]
     pub created_at: String,
+    #[schema(schema_with = upload_status)]
     pub status: String,
+    /// How many guests like it, counted live at the time of the request.
+    #[schema(minimum = 0)]
     pub likes: i64,
+    /// Whether the calling guest likes it, live; always false for an organiser (organisers do not like).
     pub liked_by_me: bool,
+    /// How many comments it has, counted live at the time of the request.
+    #[schema(minimum = 0)]
     pub comments: i64,
     pub urls: UploadUrls,
+}
+
+/// `status`: the processing states, and `hidden` over them.
+fn upload_status() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["processing", "ready", "failed", "hidden"]))
+        .description(Some(
+            "`processing` from the upload until the derivative worker is done with it; then `ready` (its `thumb` and `preview` exist, see `urls`) or `failed` (the image could not be decoded; the original is kept and still served, and there are no derivatives). `hidden` whenever the organiser has hidden it, whatever its processing state (`urls.thumb` tells whether its derivatives exist); a hidden upload is shown to the organiser and its uploader only.",
+        ))
+        .build()
 }
 
 impl UploadJson {
@@ -113,11 +178,17 @@ impl UploadJson {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = Comment)]
 pub struct CommentJson {
+    /// UUIDv7.
     pub id: Uuid,
+    /// Who wrote it.
     pub guest: GuestRef,
+    /// As stored: trimmed.
+    #[schema(min_length = 1, max_length = 1000)]
     pub text: String,
+    #[schema(format = DateTime)]
     pub created_at: String,
 }
 
