@@ -13,6 +13,9 @@
 //! * In process: where the time of one derive goes (decode / resize / encode), with the
 //!   DCT-scaled decode and with a full decode, so the gain of shrink-on-load shows.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -20,6 +23,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use confetti::media::ImageFormat;
 use confetti::media::derive::{Decode, Timings, derive, derive_timed};
+use support::procfs::{Machine, ProcStatus};
+use support::stats::{ms, percentile};
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -49,11 +54,9 @@ fn one(file: &Path, out: &Path) -> Result<()> {
     let d = derive(&original, ImageFormat::Jpeg, 1)?;
     std::fs::write(out.join("preview.jpg"), &d.preview.bytes)?;
     std::fs::write(out.join("thumb.jpg"), &d.thumb.bytes)?;
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let hwm = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).context("no VmHWM")?;
     println!(
         "{} {}x{} {}x{}",
-        hwm.trim().trim_end_matches("kB").trim(),
+        ProcStatus::own()?.hwm_kib,
         d.preview.width,
         d.preview.height,
         d.thumb.width,
@@ -71,7 +74,7 @@ fn bench(rounds: usize, input: Option<PathBuf>, keep: bool) -> Result<()> {
         Some(path) => path,
         None => {
             let started = Instant::now();
-            let bytes = photo_like_jpeg(4000, 3000)?;
+            let bytes = support::photos::photo_like_jpeg(4000, 3000)?;
             let path = dir.path().join("photo.jpg");
             std::fs::write(&path, &bytes)?;
             println!("original: generated 4000x3000 JPEG, quality 90, in {:.1} s", started.elapsed().as_secs_f64());
@@ -80,16 +83,16 @@ fn bench(rounds: usize, input: Option<PathBuf>, keep: bool) -> Result<()> {
     };
     let original = std::fs::read(&file)?;
     println!("original: {} ({} bytes, {:.2} MB)", file.display(), original.len(), original.len() as f64 / 1e6);
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")?;
-    let model =
-        cpu.lines().find_map(|l| l.strip_prefix("model name")).unwrap_or(": ?").trim_start_matches([' ', '\t', ':']);
+    let machine = Machine::read();
     let vips = Command::new("vipsthumbnail")
         .arg("--version")
         .output()
         .context("vipsthumbnail (apt-get install libvips-tools)")?;
     println!(
-        "machine: {} cores, {model}; {}; rounds: {rounds}",
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "machine: {} cores, {}; load average {}; {}; rounds: {rounds}",
+        machine.cores,
+        machine.cpu,
+        machine.loadavg,
         String::from_utf8_lossy(&vips.stdout).trim()
     );
 
@@ -132,17 +135,17 @@ fn bench(rounds: usize, input: Option<PathBuf>, keep: bool) -> Result<()> {
     ours_wall.sort();
     ours_rss.sort();
     vips_wall.sort();
-    let (ours_med, vips_med) = (ours_wall[rounds / 2], vips_wall[rounds / 2]);
+    let (ours_med, vips_med) = (percentile(&ours_wall, 50.0), percentile(&vips_wall, 50.0));
     println!("\nwhole job (process start to exit, read + decode + both sizes + write), {rounds} rounds:");
     println!(
         "  ours   median {:7.1} ms   p90 {:7.1} ms   (preview and thumb: {sizes})",
         ms(ours_med),
-        ms(p90(&ours_wall))
+        ms(percentile(&ours_wall, 90.0))
     );
     println!(
         "  vips   median {:7.1} ms   p90 {:7.1} ms   (vipsthumbnail -s 400 + -s 2048)",
         ms(vips_med),
-        ms(p90(&vips_wall))
+        ms(percentile(&vips_wall, 90.0))
     );
     println!("  ratio ours/vips (medians): {:.2}", ms(ours_med) / ms(vips_med));
     println!(
@@ -170,7 +173,7 @@ fn bench(rounds: usize, input: Option<PathBuf>, keep: bool) -> Result<()> {
         let median = |f: fn(&Timings) -> Duration| {
             let mut v: Vec<Duration> = all.iter().map(f).collect();
             v.sort();
-            ms(v[rounds / 2])
+            ms(percentile(&v, 50.0))
         };
         println!(
             "  {label}  {:6.1} / {:6.1} / {:6.1} / {:6.1} ms",
@@ -186,14 +189,6 @@ fn bench(rounds: usize, input: Option<PathBuf>, keep: bool) -> Result<()> {
     Ok(())
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn p90(sorted: &[Duration]) -> Duration {
-    sorted[(sorted.len() * 9).div_ceil(10) - 1]
-}
-
 /// Width and height from a JPEG's frame header.
 fn jpeg_size(bytes: &[u8]) -> Result<(u16, u16)> {
     let mut pos = 2;
@@ -205,46 +200,4 @@ fn jpeg_size(bytes: &[u8]) -> Result<(u16, u16)> {
         pos += 2 + usize::from(u16::from_be_bytes([hi, lo]));
     }
     bail!("no frame header")
-}
-
-/// Something a camera could have taken: a sky-like vertical gradient, soft large shapes,
-/// mid-scale texture (value noise, as foliage or fabric) and fine sensor grain.
-fn photo_like_jpeg(width: u32, height: u32) -> Result<Vec<u8>> {
-    // Noise as a hash of the coordinates: the same picture on every run and machine.
-    let noise = |x: u32, y: u32, salt: u32| {
-        let mut h = x.wrapping_mul(0x8DA6_B343) ^ y.wrapping_mul(0xD816_3841) ^ salt.wrapping_mul(0xCB1A_B31F);
-        h ^= h >> 15;
-        h = h.wrapping_mul(0x2C1B_3C6D);
-        h ^= h >> 12;
-        (h & 0xFFFF) as f32 / 65535.0 * 2.0 - 1.0
-    };
-    // Random values every CELL pixels, interpolated bilinearly: texture.
-    const CELL: u32 = 6;
-    let texture = |x: u32, y: u32| {
-        let (gx, gy) = (x / CELL, y / CELL);
-        let (fx, fy) = ((x % CELL) as f32 / CELL as f32, (y % CELL) as f32 / CELL as f32);
-        let top = noise(gx, gy, 1) * (1.0 - fx) + noise(gx + 1, gy, 1) * fx;
-        let bottom = noise(gx, gy + 1, 1) * (1.0 - fx) + noise(gx + 1, gy + 1, 1) * fx;
-        top * (1.0 - fy) + bottom * fy
-    };
-    let mut pixels = Vec::with_capacity((width * height * 3) as usize);
-    for y in 0..height {
-        let v = y as f32 / height as f32;
-        for x in 0..width {
-            let u = x as f32 / width as f32;
-            let shapes = 40.0 * (u * 5.0).sin() * (v * 3.5 + u).cos() + 25.0 * ((u - 0.6).hypot(v - 0.4) * 18.0).sin();
-            // Texture grows toward the bottom (ground), the sky stays smooth.
-            let t = texture(x, y) * 70.0 * (0.3 + 0.7 * v * v);
-            let grain = noise(x, y, 2) * 7.0;
-            let base = [90.0 + 120.0 * (1.0 - v), 120.0 + 60.0 * (1.0 - v), 200.0 - 130.0 * v];
-            for (c, b) in base.into_iter().enumerate() {
-                let tint = [1.0, 0.8, 0.6][c];
-                pixels.push((b + shapes * tint + t + grain).round().clamp(0.0, 255.0) as u8);
-            }
-        }
-    }
-    let image = image::RgbImage::from_raw(width, height, pixels).context("pixel buffer size")?;
-    let mut out = Vec::new();
-    image.write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90))?;
-    Ok(out)
 }

@@ -13,95 +13,53 @@
 //!    12-megapixel photos in a loop and the derivative workers turn them into thumbs and
 //!    previews. The ratio of the two p99s is the figure.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use confetti::app::{self, AppState};
 use confetti::db::Db;
-use confetti::settings::Settings;
 use futures_util::StreamExt;
-use serde_json::{Value, json};
+use serde_json::Value;
+use support::api;
+use support::in_process::{InProcess, on_each_backend};
+use support::stats::{ms, percentile};
 use uuid::Uuid;
-
-const ADMIN: &str = "bench-admin";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let uploads: i64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let samples: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(1000);
-    let photo = photo_12mp();
+    let photo = support::photos::photo_like_jpeg(4000, 3000)?;
     println!(
         "Listing with {uploads} uploads in one event; {samples} sequential requests per row; load photo {} bytes\n",
         photo.len()
     );
     println!("| backend | listing | p50 ms | p99 ms | max ms |");
     println!("| --- | --- | --- | --- | --- |");
-    run("sqlite", None, uploads, samples, &photo).await?;
-    if let Ok(server) = std::env::var("TEST_DATABASE_URL") {
-        let name = format!("bench_{}", Uuid::new_v4().simple());
-        let admin = sqlx::PgPool::connect(&server).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&admin).await?;
-        let base = server.rsplit_once('/').map(|(b, _)| b).unwrap_or(&server);
-        run("postgres", Some(format!("{base}/{name}")), uploads, samples, &photo).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
-            .execute(&admin)
-            .await?;
-    } else {
-        println!("\n(set TEST_DATABASE_URL to measure PostgreSQL too)");
-    }
-    Ok(())
+    on_each_backend(async |backend, database_url| run(backend, database_url, uploads, samples, &photo).await).await
 }
 
-struct Server {
-    base: String,
-    client: reqwest::Client,
-    db: Db,
-}
-
-impl Server {
-    async fn event(&self) -> anyhow::Result<(String, Uuid, String)> {
-        let event: Value = self
-            .client
-            .post(format!("{}/api/v1/events", self.base))
-            .bearer_auth(ADMIN)
-            .json(&json!({"name": "Bench", "organiser_password": "correct horse"}))
-            .send()
-            .await?
-            .json()
-            .await?;
-        let slug = event["slug"].as_str().unwrap_or_default().to_owned();
-        let id: Uuid = event["id"].as_str().unwrap_or_default().parse()?;
-        Ok((slug, id, event["join_token"].as_str().unwrap_or_default().to_owned()))
+/// A guest's first listing page, or the page after `cursor`; returns how long it took.
+async fn list(
+    client: &reqwest::Client,
+    base: &str,
+    slug: &str,
+    token: &str,
+    cursor: Option<&str>,
+) -> anyhow::Result<Duration> {
+    let mut url = format!("{base}/api/v1/events/{slug}/uploads?limit=50");
+    if let Some(cursor) = cursor {
+        url.push_str(&format!("&cursor={cursor}"));
     }
-
-    async fn join(&self, slug: &str, join_token: &str, name: &str) -> anyhow::Result<(Uuid, String)> {
-        let joined: Value = self
-            .client
-            .post(format!("{}/api/v1/events/{slug}/guests", self.base))
-            .json(&json!({"join_token": join_token, "display_name": name}))
-            .send()
-            .await?
-            .json()
-            .await?;
-        Ok((
-            joined["guest"]["id"].as_str().unwrap_or_default().parse()?,
-            joined["token"].as_str().unwrap_or_default().to_owned(),
-        ))
-    }
-
-    async fn list(&self, slug: &str, token: &str, cursor: Option<&str>) -> anyhow::Result<Duration> {
-        let mut url = format!("{}/api/v1/events/{slug}/uploads?limit=50", self.base);
-        if let Some(cursor) = cursor {
-            url.push_str(&format!("&cursor={cursor}"));
-        }
-        let started = Instant::now();
-        let response = self.client.get(url).bearer_auth(token).send().await?;
-        anyhow::ensure!(response.status().is_success(), "listing answered {}", response.status());
-        let page: Value = response.json().await?;
-        anyhow::ensure!(page["items"].as_array().is_some_and(|items| !items.is_empty()), "an empty page");
-        Ok(started.elapsed())
-    }
+    let started = Instant::now();
+    let response = client.get(url).bearer_auth(token).send().await?;
+    anyhow::ensure!(response.status().is_success(), "listing answered {}", response.status());
+    let page: Value = response.json().await?;
+    anyhow::ensure!(page["items"].as_array().is_some_and(|items| !items.is_empty()), "an empty page");
+    Ok(started.elapsed())
 }
 
 async fn run(
@@ -111,103 +69,96 @@ async fn run(
     samples: usize,
     photo: &[u8],
 ) -> anyhow::Result<()> {
-    let data = tempfile::tempdir()?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let settings = Settings {
-        database_url,
-        guest_quota_bytes: 1 << 40,
-        min_free_bytes: 0,
-        ..Settings::new(data.path(), &format!("http://{addr}"))
-    };
-    let state = AppState::open(settings, ADMIN.into()).await?;
-    let server = Server { base: format!("http://{addr}"), client: reqwest::Client::new(), db: state.db.clone() };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(app::serve(listener, state, async {
-        let _ = stopped.await;
-    }));
+    let server = InProcess::start(database_url, 1 << 40).await?;
+    let client = reqwest::Client::new();
+    let base = &server.base;
 
     // 1. A large event.
-    let (slug, event_id, join_token) = server.event().await?;
-    let (guest_id, token) = server.join(&slug, &join_token, "Anna").await?;
+    let event = api::create_event(&client, base, None).await?;
+    let slug = &event.slug;
+    let anna = api::join(&client, base, slug, &event.join_token, "Anna").await?;
     let started = Instant::now();
-    let ids = fill(&server.db, event_id, guest_id, uploads).await?;
+    let ids = fill(&server.db, event.id, anna.id, uploads).await?;
     eprintln!("{backend}: {uploads} uploads written in {:.1} s", started.elapsed().as_secs_f64());
     for _ in 0..50 {
-        server.list(&slug, &token, None).await?;
+        list(&client, base, slug, &anna.token, None).await?;
     }
     let mut first = Vec::with_capacity(samples);
     let mut deep = Vec::with_capacity(samples);
     for i in 0..samples {
-        first.push(server.list(&slug, &token, None).await?);
+        first.push(list(&client, base, slug, &anna.token, None).await?);
         let at = ids[60 + (i * 7919) % (ids.len() - 60)];
-        deep.push(server.list(&slug, &token, Some(&URL_SAFE_NO_PAD.encode(at.as_bytes()))).await?);
+        deep.push(list(&client, base, slug, &anna.token, Some(&URL_SAFE_NO_PAD.encode(at.as_bytes()))).await?);
     }
     print_row(backend, &format!("first page, {uploads} uploads"), first);
     print_row(backend, &format!("a page deep inside, {uploads} uploads"), deep);
 
     // 2. Idle against 8 uploads with their derivatives.
-    let (slug, _, join_token) = server.event().await?;
-    let (_, token) = server.join(&slug, &join_token, "Ben").await?;
+    let event = api::create_event(&client, base, None).await?;
+    let slug = &event.slug;
+    let ben = api::join(&client, base, slug, &event.join_token, "Ben").await?;
     let mut uploaders = Vec::new();
     for i in 0..8 {
-        uploaders.push(server.join(&slug, &join_token, &format!("Guest {i}")).await?.1);
+        uploaders.push(api::join(&client, base, slug, &event.join_token, &format!("Guest {i}")).await?.token);
     }
     for _ in 0..3 {
-        upload(&server, &slug, &uploaders[0], photo, None).await?;
+        upload(&client, base, slug, &uploaders[0], photo, None).await?;
     }
     let mut idle = Vec::with_capacity(samples);
     for _ in 0..samples {
-        idle.push(server.list(&slug, &token, None).await?);
+        idle.push(list(&client, base, slug, &ben.token, None).await?);
         tokio::time::sleep(PACE).await;
     }
     let idle_p99 = print_row(backend, "first page, idle", idle);
     for (label, rate) in
         [("8 guests uploading at 2 MB/s each", Some(2_000_000)), ("8 uploads as fast as loopback allows", None)]
     {
-        let loaded = under_load(&server, &slug, &token, &uploaders, photo, rate, samples, backend).await?;
+        let load = Load { client: &client, base, slug, uploaders: &uploaders, photo, rate };
+        let loaded = under_load(&server.db, load, &ben.token, samples, backend).await?;
         let loaded_p99 = print_row(backend, &format!("first page, {label}, derivatives running"), loaded);
         println!("| {backend} | p99 {label} / idle | {:.2}× | | |", loaded_p99 / idle_p99);
     }
-
-    let _ = stop.send(());
-    let _ = serving.await;
-    Ok(())
+    server.stop().await
 }
 
-/// One upload; with `rate` (bytes per second) the body is sent at that pace, as a phone on the
-/// event's Wi-Fi sends it.
 /// Pause between two listing requests, so the samples spread over the load.
 const PACE: Duration = Duration::from_millis(10);
 
-/// Listing samples while 8 guests upload in a loop (and derivatives are made).
-#[allow(clippy::too_many_arguments)]
-async fn under_load(
-    server: &Server,
-    slug: &str,
-    token: &str,
-    uploaders: &[String],
-    photo: &[u8],
+/// Guests uploading in a loop: one task per guest in `uploaders`, each sending `photo` at `rate`
+/// bytes per second (as fast as it can without).
+struct Load<'a> {
+    client: &'a reqwest::Client,
+    base: &'a str,
+    slug: &'a str,
+    uploaders: &'a [String],
+    photo: &'a [u8],
     rate: Option<u64>,
+}
+
+/// Listing samples as the guest with `token` while the `load` runs (and derivatives are made).
+async fn under_load(
+    db: &Db,
+    load: Load<'_>,
+    token: &str,
     samples: usize,
     backend: &str,
 ) -> anyhow::Result<Vec<Duration>> {
     let busy = tokio::sync::watch::channel(true);
-    let mut load = Vec::new();
-    for guest in uploaders {
-        let (client, base, slug, photo, running, guest) = (
-            server.client.clone(),
-            server.base.clone(),
-            slug.to_owned(),
-            photo.to_vec(),
+    let mut tasks = Vec::new();
+    for guest in load.uploaders {
+        let (client, base, slug, photo, running, guest, rate) = (
+            load.client.clone(),
+            load.base.to_owned(),
+            load.slug.to_owned(),
+            load.photo.to_vec(),
             busy.1.clone(),
             guest.clone(),
+            load.rate,
         );
-        load.push(tokio::spawn(async move {
-            let server = Server { base, client, db: Db::Sqlite(sqlx::SqlitePool::connect_lazy("sqlite::memory:")?) };
+        tasks.push(tokio::spawn(async move {
             let mut sent = 0usize;
             while *running.borrow() {
-                upload(&server, &slug, &guest, &photo, rate).await?;
+                upload(&client, &base, &slug, &guest, &photo, rate).await?;
                 sent += 1;
             }
             anyhow::Ok(sent)
@@ -215,17 +166,17 @@ async fn under_load(
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     let started = Instant::now();
-    let made_before = derivatives_done(&server.db).await?;
+    let made_before = derivatives_done(db).await?;
     let mut loaded = Vec::with_capacity(samples);
     for _ in 0..samples {
-        loaded.push(server.list(slug, token, None).await?);
+        loaded.push(list(load.client, load.base, load.slug, token, None).await?);
         tokio::time::sleep(PACE).await;
     }
     let elapsed = started.elapsed();
-    let made = derivatives_done(&server.db).await? - made_before;
+    let made = derivatives_done(db).await? - made_before;
     busy.0.send_replace(false);
     let mut sent = 0;
-    for task in load {
+    for task in tasks {
         sent += task.await??;
     }
     eprintln!(
@@ -235,7 +186,16 @@ async fn under_load(
     Ok(loaded)
 }
 
-async fn upload(server: &Server, slug: &str, token: &str, photo: &[u8], rate: Option<u64>) -> anyhow::Result<()> {
+/// One upload; with `rate` (bytes per second) the body is sent at that pace, as a phone on the
+/// event's Wi-Fi sends it.
+async fn upload(
+    client: &reqwest::Client,
+    base: &str,
+    slug: &str,
+    token: &str,
+    photo: &[u8],
+    rate: Option<u64>,
+) -> anyhow::Result<()> {
     let part = match rate {
         None => reqwest::multipart::Part::bytes(photo.to_vec()),
         Some(rate) => {
@@ -249,18 +209,7 @@ async fn upload(server: &Server, slug: &str, token: &str, photo: &[u8], rate: Op
             reqwest::multipart::Part::stream_with_length(reqwest::Body::wrap_stream(stream), photo.len() as u64)
         }
     };
-    let form = reqwest::multipart::Form::new()
-        .text("client_upload_id", Uuid::new_v4().to_string())
-        .part("file", part.file_name("IMG.jpg").mime_str("image/jpeg")?);
-    let response = server
-        .client
-        .post(format!("{}/api/v1/events/{slug}/uploads", server.base))
-        .bearer_auth(token)
-        .multipart(form)
-        .send()
-        .await?;
-    anyhow::ensure!(response.status().as_u16() == 201, "upload answered {}", response.status());
-    response.bytes().await?;
+    api::upload(client, base, slug, token, part.file_name("IMG.jpg").mime_str("image/jpeg")?).await?;
     Ok(())
 }
 
@@ -351,29 +300,8 @@ enum Tx {
 /// Prints a table row; returns the p99 in ms.
 fn print_row(backend: &str, what: &str, mut times: Vec<Duration>) -> f64 {
     times.sort();
-    let at = |q: f64| ms(times[((times.len() as f64 * q) as usize).min(times.len() - 1)]);
     let max = times.last().map(|d| ms(*d)).unwrap_or_default();
-    println!("| {backend} | {what} | {:.2} | {:.2} | {max:.2} |", at(0.50), at(0.99));
-    at(0.99)
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// A 4000×3000 photo-like JPEG (gradients and grain), about 3–5 MB at quality 90.
-fn photo_12mp() -> Vec<u8> {
-    let mut state = 0x9e37_79b9_u32;
-    let img = image::RgbImage::from_fn(4000, 3000, |x, y| {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        let grain = (state % 24) as i32 - 12;
-        let px = |base: i32| (base + grain).clamp(0, 255) as u8;
-        image::Rgb([px((x / 16) as i32 % 256), px((y / 12) as i32 % 256), px(((x + y) / 28) as i32 % 256)])
-    });
-    let mut out = std::io::Cursor::new(Vec::new());
-    let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90);
-    img.write_with_encoder(encoder).ok();
-    out.into_inner()
+    let p99 = ms(percentile(&times, 99.0));
+    println!("| {backend} | {what} | {:.2} | {p99:.2} | {max:.2} |", ms(percentile(&times, 50.0)));
+    p99
 }

@@ -9,13 +9,15 @@
 //! PATCH with a new key each time (claim + record in the write's transaction), and replays of
 //! one completed key.
 
-use std::time::{Duration, Instant};
+#[path = "support/mod.rs"]
+mod support;
 
-use confetti::app::{self, AppState};
-use confetti::settings::Settings;
+use std::time::Instant;
+
 use serde_json::{Value, json};
-
-const ADMIN: &str = "bench-admin";
+use support::in_process::{InProcess, on_each_backend};
+use support::stats::{mean, ms, percentile};
+use support::{ORGANISER_PASSWORD, api};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -23,53 +25,20 @@ async fn main() -> anyhow::Result<()> {
     println!("Idempotency-Key on a small write (PATCH /api/v1/events/{{slug}}), {samples} sequential samples each\n");
     println!("| backend | request | p50 ms | p99 ms | mean ms |");
     println!("| --- | --- | --- | --- | --- |");
-    run("sqlite", None, samples).await?;
-    if let Ok(server) = std::env::var("TEST_DATABASE_URL") {
-        let name = format!("bench_{}", uuid::Uuid::new_v4().simple());
-        let admin = sqlx::PgPool::connect(&server).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&admin).await?;
-        let base = server.rsplit_once('/').map(|(b, _)| b).unwrap_or(&server);
-        run("postgres", Some(format!("{base}/{name}")), samples).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
-            .execute(&admin)
-            .await?;
-    } else {
-        println!("\n(set TEST_DATABASE_URL to measure PostgreSQL too)");
-    }
-    Ok(())
+    on_each_backend(async |backend, database_url| run(backend, database_url, samples).await).await
 }
 
 async fn run(backend: &str, database_url: Option<String>, samples: usize) -> anyhow::Result<()> {
-    let data = tempfile::tempdir()?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let settings = Settings {
-        database_url,
-        guest_quota_bytes: 1 << 30,
-        min_free_bytes: 0,
-        ..Settings::new(data.path(), &format!("http://{addr}"))
-    };
-    let state = AppState::open(settings, ADMIN.into()).await?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app::serve(listener, state, async {
-        let _ = stopped.await;
-    }));
+    let server = InProcess::start(database_url, 1 << 30).await?;
     let client = reqwest::Client::new();
-    let base = format!("http://{addr}");
-    let event: Value = client
-        .post(format!("{base}/api/v1/events"))
-        .bearer_auth(ADMIN)
-        .json(&json!({"name": "Bench", "organiser_password": "correct horse"}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let slug = event["slug"].as_str().unwrap_or_default().to_owned();
+    let base = &server.base;
+    let slug = api::create_event(&client, base, None).await?.slug;
     let session: Value = client
         .post(format!("{base}/api/v1/events/{slug}/organiser-sessions"))
-        .json(&json!({"password": "correct horse"}))
+        .json(&json!({"password": ORGANISER_PASSWORD}))
         .send()
         .await?
+        .error_for_status()?
         .json()
         .await?;
     let token = session["token"].as_str().unwrap_or_default().to_owned();
@@ -104,15 +73,12 @@ async fn run(backend: &str, database_url: Option<String>, samples: usize) -> any
     }
     for (name, mut times) in [("no key", without), ("new key (executes)", with_key), ("replay", replays)] {
         times.sort();
-        let at = |q: f64| ms(times[((times.len() as f64 * q) as usize).min(times.len() - 1)]);
-        let mean = ms(times.iter().sum::<Duration>()) / times.len() as f64;
-        println!("| {backend} | {name} | {:.2} | {:.2} | {mean:.2} |", at(0.50), at(0.99));
+        println!(
+            "| {backend} | {name} | {:.2} | {:.2} | {:.2} |",
+            ms(percentile(&times, 50.0)),
+            ms(percentile(&times, 99.0)),
+            ms(mean(&times))
+        );
     }
-    let _ = stop.send(());
-    let _ = server.await;
-    Ok(())
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
+    server.stop().await
 }

@@ -31,10 +31,11 @@
 //!   already stored upload with its key in `Idempotency-Key` (the whole 5 MB body is sent
 //!   anyway, as a phone retrying would), and the same replay with the key only in the part.
 
-use std::io::{BufRead, Write};
-use std::net::{SocketAddr, TcpListener};
+#[path = "support/mod.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -42,6 +43,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use bytes::Bytes;
 use clap::Parser;
+use support::api;
+use support::child::{ChildServer, free_loopback_port, release_binary};
+use support::photos::jpeg_of_size;
+use support::procfs::{Machine, MachineCpu, ProcStatus, cpu_ms, kib_to_mib, reset_peak};
+use support::stats::{mean, median, ms, percentile};
 use uuid::Uuid;
 
 #[derive(Parser, Debug, Clone)]
@@ -102,7 +108,6 @@ fn parse_env(s: &str) -> Result<(String, String), String> {
     s.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())).ok_or_else(|| format!("{s:?} is not KEY=VALUE"))
 }
 
-const ADMIN_TOKEN: &str = "bench-admin-token-0123456789abcdef";
 const FILE_NAME: &str = "IMG_0001.jpg";
 const MB: f64 = 1_000_000.0;
 /// Requests that get no answer in this long fail the benchmark instead of hanging it.
@@ -143,21 +148,13 @@ async fn bench(args: Args) -> Result<()> {
     ensure!(args.concurrency.len() == args.uploads.len(), "--concurrency and --uploads need as many entries each");
     ensure!(args.concurrency.iter().all(|&c| c >= 1) && args.rounds >= 1, "concurrency and rounds must be at least 1");
     let skip = |f: &str| args.skip.iter().any(|s| s.eq_ignore_ascii_case(f));
-    let confetti_bin = args
-        .confetti_bin
-        .clone()
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/confetti"));
-    ensure!(
-        confetti_bin.is_file(),
-        "{} does not exist: run `cargo build --release` first (or pass --confetti-bin)",
-        confetti_bin.display()
-    );
+    let confetti_bin = release_binary(args.confetti_bin.clone())?;
     let machine = Machine::read();
     let started_at = chrono::Utc::now();
     eprintln!("machine: {} cores, {}; load average {}", machine.cores, machine.cpu, machine.loadavg);
 
     let t = Instant::now();
-    let jpeg = make_jpeg(args.jpeg_bytes)?;
+    let jpeg = jpeg_of_size(args.jpeg_bytes)?;
     eprintln!(
         "JPEG: {}x{}, {} bytes ({:.2} MB), quality 92, generated in {:.1} s",
         jpeg.width,
@@ -173,24 +170,35 @@ async fn bench(args: Args) -> Result<()> {
 
     let max_workers = args.concurrency.iter().copied().chain([args.rss_concurrency, 1]).max().unwrap_or(1);
 
+    // Ingest alone, as the bare handler does: derivatives are measured on their own.
+    let mut confetti_env = vec![("CONFETTI_DERIVATIVE_WORKERS".to_owned(), "0".to_owned())];
+    confetti_env.extend(args.confetti_env.iter().cloned());
     // Children are killed and reaped when these guards drop, before their temp dirs go.
-    let confetti = Server::start_confetti(&confetti_bin, &args.confetti_env).await?;
-    let bare = Server::start_bare().await?;
+    let confetti = ChildServer::confetti(&confetti_bin, &confetti_env).await?;
+    let bare = start_bare().await?;
     let client = reqwest::Client::builder().no_proxy().timeout(REQUEST_TIMEOUT).pool_max_idle_per_host(256).build()?;
-    let event = setup_event(&client, &confetti, max_workers).await?;
+    let event = api::create_event(&client, &confetti.base, Some(1 << 50)).await?;
+    let mut guest_tokens = Vec::with_capacity(max_workers);
+    for i in 0..max_workers {
+        guest_tokens.push(
+            api::join(&client, &confetti.base, &event.slug, &event.join_token, &format!("Bench guest {i}"))
+                .await?
+                .token,
+        );
+    }
     let confetti_target = Target {
         name: "confetti",
         pid: confetti.pid(),
         url: format!("{}/api/v1/events/{}/uploads", confetti.base, event.slug),
-        tokens: event.guest_tokens.clone(),
-        stored: confetti.stored.clone(),
+        tokens: guest_tokens.clone(),
+        stored: confetti.dir().join("data/blobs/originals"),
     };
     let bare_target = Target {
         name: "bare",
         pid: bare.pid(),
         url: format!("{}/api/v1/events/{}/uploads", bare.base, event.slug),
-        tokens: event.guest_tokens.clone(),
-        stored: bare.stored.clone(),
+        tokens: guest_tokens.clone(),
+        stored: bare.dir().join(BARE_FILES),
     };
 
     let mut report = String::new();
@@ -244,10 +252,10 @@ async fn bench(args: Args) -> Result<()> {
         let mut confetti_peak_kib = 0;
         for target in [&confetti_target, &bare_target] {
             clean_disk(&[&confetti_target, &bare_target])?;
-            let before = proc_status(target.pid)?;
+            let before = ProcStatus::of(target.pid)?;
             let reset = reset_peak(target.pid);
             let run = run_uploads(&client, target, &body, args.rss_uploads, args.rss_concurrency).await?;
-            let after = proc_status(target.pid)?;
+            let after = ProcStatus::of(target.pid)?;
             if target.name == "confetti" {
                 confetti_peak_kib = after.hwm_kib;
             }
@@ -310,28 +318,18 @@ async fn bench(args: Args) -> Result<()> {
                     let run = run_uploads(&client, target, &body, n, c).await?;
                     let server_cpu = (cpu_ms(target.pid)? - cpu_before) / n as f64;
                     let machine_busy = MachineCpu::read().busy_since(&busy_before);
-                    let peak = proc_status(target.pid)?.hwm_kib;
+                    let peak = ProcStatus::of(target.pid)?.hwm_kib;
+                    let (name, mb_s, per_s) = (target.name, run.mb_per_s(body.len()), run.per_s());
+                    let (p50, p99) = (ms(run.p(50.0)), ms(run.p(99.0)));
+                    let (peak_mib, busy_pct) = (kib_to_mib(peak), machine_busy * 100.0);
                     eprintln!(
-                        "figure B: c={c} round {round} {:<8} {:7.1} MB/s {:6.1} uploads/s p50 {:.1} ms p99 {:.1} ms; server CPU {:.1} ms/upload; peak RSS {:.1} MiB; machine busy {:.0}%",
-                        target.name,
-                        run.mb_per_s(body.len()),
-                        run.per_s(),
-                        ms(run.p(50.0)),
-                        ms(run.p(99.0)),
-                        server_cpu,
-                        kib_to_mib(peak),
-                        machine_busy * 100.0
+                        "figure B: c={c} round {round} {name:<8} {mb_s:7.1} MB/s {per_s:6.1} uploads/s p50 {p50:.1} ms \
+                         p99 {p99:.1} ms; server CPU {server_cpu:.1} ms/upload; peak RSS {peak_mib:.1} MiB; machine busy \
+                         {busy_pct:.0}%"
                     );
                     all_rounds.push_str(&format!(
-                        "| {c} | {round} | {} | {:.1} | {:.1} | {:.1} / {:.1} | {:.1} | {:.1} | {:.0}% |\n",
-                        target.name,
-                        run.mb_per_s(body.len()),
-                        run.per_s(),
-                        ms(run.p(50.0)),
-                        ms(run.p(99.0)),
-                        server_cpu,
-                        kib_to_mib(peak),
-                        machine_busy * 100.0
+                        "| {c} | {round} | {name} | {mb_s:.1} | {per_s:.1} | {p50:.1} / {p99:.1} | {server_cpu:.1} | \
+                         {peak_mib:.1} | {busy_pct:.0}% |\n"
                     ));
                     least_cpu[i] = least_cpu[i].min(server_cpu);
                     walls[i] = run.wall.as_secs_f64();
@@ -461,8 +459,8 @@ async fn bench(args: Args) -> Result<()> {
     }
 
     // Whole-run peaks, for context.
-    let confetti_end = proc_status(confetti.pid())?;
-    let bare_end = proc_status(bare.pid())?;
+    let confetti_end = ProcStatus::of(confetti.pid())?;
+    let bare_end = ProcStatus::of(bare.pid())?;
     line(&mut report, "## Peaks over the whole run\n".into());
     line(&mut report, "| process | VmHWM | VmRSS at end |".into());
     line(&mut report, "| --- | ---: | ---: |".into());
@@ -517,16 +515,10 @@ impl Run {
     }
     /// Nearest-rank percentile.
     fn p(&self, pct: f64) -> Duration {
-        let n = self.latencies.len();
-        if n == 0 {
-            return Duration::ZERO;
-        }
-        let rank = ((pct / 100.0) * n as f64).ceil() as usize;
-        self.latencies[rank.clamp(1, n) - 1]
+        percentile(&self.latencies, pct)
     }
     fn mean(&self) -> Duration {
-        let n = self.latencies.len().max(1) as u32;
-        self.latencies.iter().sum::<Duration>() / n
+        mean(&self.latencies)
     }
 }
 
@@ -601,166 +593,24 @@ async fn upload_once(
     Ok((status, replayed, elapsed))
 }
 
-struct BenchEvent {
-    slug: String,
-    guest_tokens: Vec<String>,
-}
-
-/// One event with a practically unlimited guest quota, and `guests` guests.
-async fn setup_event(client: &reqwest::Client, confetti: &Server, guests: usize) -> Result<BenchEvent> {
-    let response = client
-        .post(format!("{}/api/v1/events", confetti.base))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&serde_json::json!({
-            "name": "Benchmark",
-            "organiser_password": "benchmark-password",
-            "guest_quota_bytes": 1_i64 << 50,
-        }))
-        .send()
-        .await?;
-    ensure!(
-        response.status() == 201,
-        "creating the event: {} {}",
-        response.status(),
-        response.text().await.unwrap_or_default()
-    );
-    let event: serde_json::Value = response.json().await?;
-    let slug = event["slug"].as_str().context("event without slug")?.to_owned();
-    let join_token = event["join_token"].as_str().context("event without join_token")?.to_owned();
-    let mut guest_tokens = Vec::with_capacity(guests);
-    for i in 0..guests {
-        let response = client
-            .post(format!("{}/api/v1/events/{slug}/guests", confetti.base))
-            .json(&serde_json::json!({
-                "join_token": join_token,
-                "display_name": format!("Bench guest {i}"),
-            }))
-            .send()
-            .await?;
-        ensure!(
-            response.status() == 201,
-            "joining: {} {}",
-            response.status(),
-            response.text().await.unwrap_or_default()
-        );
-        let joined: serde_json::Value = response.json().await?;
-        guest_tokens.push(joined["token"].as_str().context("join without token")?.to_owned());
-    }
-    Ok(BenchEvent { slug, guest_tokens })
-}
-
 // ---------------------------------------------------------------------------------------------
 // Child processes
 
-/// A server child process; killed and reaped on drop, before its temp dir is removed.
-struct Server {
-    name: &'static str,
-    child: Child,
-    /// Held open: the bare server exits when it reads end-of-file here.
-    _stdin: Option<ChildStdin>,
-    base: String,
-    log: PathBuf,
-    /// Where it keeps the photos it stored.
-    stored: PathBuf,
-    _dir: tempfile::TempDir,
+/// Where the bare server keeps the files it stored, below its temp directory.
+const BARE_FILES: &str = "files";
+
+/// This same program again as the bare reference server (see `bare::run`), holding its stdin
+/// open: it exits when that closes, should this process die without killing it.
+async fn start_bare() -> Result<ChildServer> {
+    let dir = tempfile::Builder::new().prefix("bare-bench-").tempdir()?;
+    let addr = free_loopback_port()?;
+    let files = dir.path().join(BARE_FILES);
+    std::fs::create_dir_all(&files)?;
+    let mut command = Command::new(std::env::current_exe()?);
+    command.arg("--bare-server").arg(addr.port().to_string()).arg(&files).stdin(Stdio::piped());
+    ChildServer::spawn("bare", command, addr, dir).await
 }
 
-impl Server {
-    async fn start_confetti(bin: &Path, env: &[(String, String)]) -> Result<Self> {
-        let dir = tempfile::Builder::new().prefix("confetti-bench-").tempdir()?;
-        let addr = free_loopback_port()?;
-        let log = dir.path().join("server.log");
-        let log_file = std::fs::File::create(&log)?;
-        let data = dir.path().join("data");
-        std::fs::create_dir_all(&data)?;
-        let child = Command::new(bin)
-            .args(["serve", "--no-demo", "--bind"])
-            .arg(addr.to_string())
-            .arg("--data-dir")
-            .arg(&data)
-            .env("CONFETTI_ADMIN_TOKEN", ADMIN_TOKEN)
-            .env("CONFETTI_PUBLIC_URL", format!("http://{addr}"))
-            // Ingest alone, as the bare handler does: derivatives are measured on their own.
-            .env("CONFETTI_DERIVATIVE_WORKERS", "0")
-            .env_remove("DATABASE_URL")
-            .env_remove("CONFETTI_STORAGE")
-            .env_remove("CONFETTI_DATA_DIR")
-            .env_remove("CONFETTI_BIND")
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
-        let stored = data.join("blobs/originals");
-        let server =
-            Server { name: "confetti", child, _stdin: None, base: format!("http://{addr}"), log, stored, _dir: dir };
-        server.wait_healthy().await?;
-        Ok(server)
-    }
-
-    async fn start_bare() -> Result<Self> {
-        let dir = tempfile::Builder::new().prefix("bare-bench-").tempdir()?;
-        let addr = free_loopback_port()?;
-        let log = dir.path().join("server.log");
-        let log_file = std::fs::File::create(&log)?;
-        let files = dir.path().join("files");
-        std::fs::create_dir_all(&files)?;
-        let mut child = Command::new(std::env::current_exe()?)
-            .arg("--bare-server")
-            .arg(addr.port().to_string())
-            .arg(&files)
-            .stdin(Stdio::piped())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .spawn()
-            .context("starting the bare server")?;
-        let stdin = child.stdin.take();
-        let server = Server {
-            name: "bare",
-            child,
-            _stdin: stdin,
-            base: format!("http://{addr}"),
-            log,
-            stored: files,
-            _dir: dir,
-        };
-        server.wait_healthy().await?;
-        Ok(server)
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Polls `/healthz` for at most 60 s.
-    async fn wait_healthy(&self) -> Result<()> {
-        let client = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(2)).build()?;
-        let url = format!("{}/healthz", self.base);
-        for _ in 0..600 {
-            if let Ok(r) = client.get(&url).send().await
-                && r.status().is_success()
-            {
-                return Ok(());
-            }
-            // Borrowing `child` mutably is not possible here; /proc tells whether it lives.
-            if !Path::new(&format!("/proc/{}", self.pid())).exists() || is_zombie(self.pid()) {
-                bail!("the {} server exited before serving; its log:\n{}", self.name, tail(&self.log, 40));
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        bail!("the {} server did not answer {url} within 60 s; its log:\n{}", self.name, tail(&self.log, 40))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A free port on 127.0.0.1 (closed again right away; the child binds it a moment later).
 /// Removes the photos both servers stored and waits until the kernel has written back
 /// what is dirty, so that every run starts from the same page cache: otherwise the gigabytes
 /// written by earlier runs are flushed during later ones, slowing whichever server runs then.
@@ -778,211 +628,12 @@ fn clean_disk(targets: &[&Target]) -> Result<()> {
     Ok(())
 }
 
-fn free_loopback_port() -> Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?)
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
-        .unwrap_or(true)
-}
-
-fn tail(path: &Path, lines: usize) -> String {
-    let Ok(file) = std::fs::File::open(path) else {
-        return String::new();
-    };
-    let all: Vec<String> = std::io::BufReader::new(file).lines().map_while(Result::ok).collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-struct ProcStatus {
-    rss_kib: u64,
-    hwm_kib: u64,
-}
-
-fn proc_status(pid: u32) -> Result<ProcStatus> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .with_context(|| format!("reading /proc/{pid}/status"))?;
-    let field = |name: &str| -> Result<u64> {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .with_context(|| format!("no {name} in /proc/{pid}/status"))
-    };
-    Ok(ProcStatus { rss_kib: field("VmRSS:")?, hwm_kib: field("VmHWM:")? })
-}
-
-/// Resets the peak RSS (`VmHWM`) to the current RSS (Linux ≥ 4.0); false when refused.
-fn reset_peak(pid: u32) -> bool {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(format!("/proc/{pid}/clear_refs"))
-        .and_then(|mut f| f.write_all(b"5"))
-        .is_ok()
-}
-
 /// When a file was last modified, in UTC.
 fn modified(path: &Path) -> String {
     std::fs::metadata(path)
         .and_then(|m| m.modified())
         .map(|t| chrono::DateTime::<chrono::Utc>::from(t).format("%Y-%m-%d %H:%M:%S UTC").to_string())
         .unwrap_or_else(|_| "at an unknown time".into())
-}
-
-/// User + system CPU time of a process (all its threads), in milliseconds.
-fn cpu_ms(pid: u32) -> Result<f64> {
-    let stat =
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).with_context(|| format!("reading /proc/{pid}/stat"))?;
-    // Fields after the command name (which may hold spaces) start at field 3, `state`;
-    // utime and stime are fields 14 and 15.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).context("malformed /proc/<pid>/stat")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| -> Result<f64> {
-        fields.get(i).and_then(|v| v.parse::<f64>().ok()).context("malformed /proc/<pid>/stat")
-    };
-    // USER_HZ is 100 on every Linux architecture that matters here.
-    Ok((ticks(14 - 3)? + ticks(15 - 3)?) * 10.0)
-}
-
-/// System-wide CPU time counters from the first line of /proc/stat.
-struct MachineCpu {
-    busy: u64,
-    total: u64,
-}
-
-impl MachineCpu {
-    fn read() -> Self {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let values: Vec<u64> =
-            stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|v| v.parse().ok()).collect();
-        let total: u64 = values.iter().take(8).sum();
-        // idle and iowait are the 4th and 5th values.
-        let idle = values.get(3).copied().unwrap_or(0) + values.get(4).copied().unwrap_or(0);
-        Self { busy: total.saturating_sub(idle), total }
-    }
-
-    /// Share of all cores' time that was not idle since `before`.
-    fn busy_since(&self, before: &MachineCpu) -> f64 {
-        let total = self.total.saturating_sub(before.total);
-        if total == 0 { 0.0 } else { self.busy.saturating_sub(before.busy) as f64 / total as f64 }
-    }
-}
-
-/// The median of sorted values.
-fn median(sorted: &[f64]) -> f64 {
-    match sorted.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
-}
-
-fn kib_to_mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-struct Machine {
-    cores: usize,
-    cpu: String,
-    mem_mib: u64,
-    loadavg: String,
-}
-
-impl Machine {
-    fn read() -> Self {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu = cpuinfo
-            .lines()
-            .find_map(|l| l.strip_prefix("model name"))
-            .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_owned())
-            .unwrap_or_else(|| "unknown".into());
-        let mem_mib = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| {
-                m.lines()
-                    .find_map(|l| l.strip_prefix("MemTotal:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            })
-            .map(|kib| kib / 1024)
-            .unwrap_or(0);
-        let loadavg = std::fs::read_to_string("/proc/loadavg")
-            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-            .unwrap_or_default();
-        Self { cores: std::thread::available_parallelism().map_or(0, |n| n.get()), cpu, mem_mib, loadavg }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The photo
-
-struct Jpeg {
-    bytes: Bytes,
-    width: u32,
-    height: u32,
-}
-
-/// A 4032×3024 (12 MP, a phone's size) gradient with deterministic noise, JPEG quality 92;
-/// the noise amplitude is bisected until the file is within 1% of `target` bytes.
-fn make_jpeg(target: usize) -> Result<Jpeg> {
-    let (width, height) = (4032u32, 3024u32);
-    let encode = |amplitude: f64| -> Result<Vec<u8>> {
-        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let mut pixels = Vec::with_capacity((width * height * 3) as usize);
-        for y in 0..height {
-            for x in 0..width {
-                let base = [x * 255 / width, y * 255 / height, (x + y) * 255 / (width + height)];
-                let r = next();
-                for (c, b) in base.into_iter().enumerate() {
-                    let unit = ((r >> (c * 16)) & 0xFFFF) as f64 / 65535.0 * 2.0 - 1.0;
-                    pixels.push((b as f64 + unit * amplitude).round().clamp(0.0, 255.0) as u8);
-                }
-            }
-        }
-        let mut out = Vec::with_capacity(target + target / 4);
-        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 92).encode(
-            &pixels,
-            width,
-            height,
-            image::ExtendedColorType::Rgb8,
-        )?;
-        Ok(out)
-    };
-    let off = |v: &Vec<u8>| (v.len() as f64 - target as f64).abs();
-    let (mut lo, mut hi) = (0.0f64, 128.0f64);
-    let mut best: Option<Vec<u8>> = None;
-    for _ in 0..12 {
-        let mid = (lo + hi) / 2.0;
-        let out = encode(mid)?;
-        let small = out.len() < target;
-        if best.as_ref().is_none_or(|b| off(&out) < off(b)) {
-            best = Some(out);
-        }
-        if best.as_ref().is_some_and(|b| off(b) <= target as f64 * 0.01) {
-            break;
-        }
-        if small {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let bytes = best.context("no JPEG encoded")?;
-    // The upload must be a JPEG the server's probe accepts.
-    ensure!(bytes.starts_with(&[0xFF, 0xD8, 0xFF]), "not a JPEG");
-    Ok(Jpeg { bytes: Bytes::from(bytes), width, height })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,25 +12,28 @@
 //! (800 MB decoded, under 1 MB on disk), and progressive 4:2:0 JPEGs of 10000 × 10000 and of
 //! 8000 × 6000 (the largest phone sensors).
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::io::Write;
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
-use serde_json::{Value, json};
-
-const ADMIN_TOKEN: &str = "derive-memory-admin-token";
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use support::api;
+use support::child::{ChildServer, release_binary};
+use support::procfs::{ProcStatus, reset_peak};
 
 #[tokio::main]
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let bin = match args.iter().position(|a| a == "--confetti-bin") {
-        Some(i) => PathBuf::from(args.get(i + 1).context("--confetti-bin PATH")?),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/confetti"),
-    };
-    ensure!(bin.exists(), "{} does not exist: run `cargo build --release` first", bin.display());
+    let given = args
+        .iter()
+        .position(|a| a == "--confetti-bin")
+        .map(|i| args.get(i + 1).map(PathBuf::from).context("--confetti-bin PATH"))
+        .transpose()?;
+    let bin = release_binary(given)?;
     let originals = [
         ("16-bit RGBA PNG 10000²", png16_rgba(10_000, 10_000)?),
         ("progressive JPEG 10000²", progressive_jpeg(10_000, 10_000)?),
@@ -39,7 +42,8 @@ async fn main() -> Result<()> {
     println!("| original | bytes | status | settled after | slowest GET meanwhile | VmRSS before | VmHWM |");
     println!("|---|---|---|---|---|---|---|");
     for (name, bytes) in originals {
-        let server = Server::start(&bin)?;
+        // The default derivative workers: the job is what is measured.
+        let server = ChildServer::confetti(&bin, &[]).await?;
         let outcome = measure(&server, &bytes).await;
         drop(server);
         let m = outcome.with_context(|| format!("measuring {name}"))?;
@@ -64,40 +68,19 @@ struct Measured {
     hwm_kib: u64,
 }
 
-async fn measure(server: &Server, original: &[u8]) -> Result<Measured> {
+async fn measure(server: &ChildServer, original: &[u8]) -> Result<Measured> {
     let client = reqwest::Client::new();
     let base = &server.base;
-    let event: Value = client
-        .post(format!("{base}/api/v1/events"))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "Memory", "organiser_password": "memory-password", "guest_quota_bytes": 1_i64 << 40}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let slug = event["slug"].as_str().context("slug")?;
-    let guest: Value = client
-        .post(format!("{base}/api/v1/events/{slug}/guests"))
-        .json(&json!({"join_token": event["join_token"], "display_name": "Measurer"}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
-    let token = guest["token"].as_str().context("token")?;
+    let event = api::create_event(&client, base, Some(1 << 40)).await?;
+    let guest = api::join(&client, base, &event.slug, &event.join_token, "Measurer").await?;
+    let token = &guest.token;
 
-    let rss_before_kib = proc_field(server.pid(), "VmRSS:")?;
-    std::fs::write(format!("/proc/{}/clear_refs", server.pid()), "5").context("resetting VmHWM")?;
+    let rss_before_kib = ProcStatus::of(server.pid())?.rss_kib;
+    anyhow::ensure!(reset_peak(server.pid()), "resetting VmHWM");
     let part = reqwest::multipart::Part::bytes(original.to_vec())
         .file_name("original")
         .mime_str("application/octet-stream")?;
-    let form =
-        reqwest::multipart::Form::new().text("client_upload_id", uuid::Uuid::new_v4().to_string()).part("file", part);
-    let response =
-        client.post(format!("{base}/api/v1/events/{slug}/uploads")).bearer_auth(token).multipart(form).send().await?;
-    ensure!(response.status() == 201, "upload: {} {}", response.status(), response.text().await.unwrap_or_default());
-    let created: Value = response.json().await?;
+    let created = api::upload(&client, base, &event.slug, token, part).await?;
     let id = created["id"].as_str().context("id")?;
 
     let (started, mut slowest) = (Instant::now(), Duration::ZERO);
@@ -125,69 +108,8 @@ async fn measure(server: &Server, original: &[u8]) -> Result<Measured> {
         settled: started.elapsed(),
         slowest,
         rss_before_kib,
-        hwm_kib: proc_field(server.pid(), "VmHWM:")?,
+        hwm_kib: ProcStatus::of(server.pid())?.hwm_kib,
     })
-}
-
-fn proc_field(pid: u32, name: &str) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(name))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .with_context(|| format!("no {name} for {pid}"))
-}
-
-struct Server {
-    child: Child,
-    base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Server {
-    fn start(bin: &std::path::Path) -> Result<Self> {
-        let dir = tempfile::Builder::new().prefix("confetti-derive-memory-").tempdir()?;
-        let addr = TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-        let data = dir.path().join("data");
-        std::fs::create_dir_all(&data)?;
-        let log = std::fs::File::create(dir.path().join("server.log"))?;
-        let child = Command::new(bin)
-            .args(["serve", "--no-demo", "--bind"])
-            .arg(addr.to_string())
-            .arg("--data-dir")
-            .arg(&data)
-            .env("CONFETTI_ADMIN_TOKEN", ADMIN_TOKEN)
-            .env("CONFETTI_PUBLIC_URL", format!("http://{addr}"))
-            .env_remove("DATABASE_URL")
-            .env_remove("CONFETTI_STORAGE")
-            .env_remove("CONFETTI_DATA_DIR")
-            .env_remove("CONFETTI_BIND")
-            .env_remove("CONFETTI_DERIVATIVE_WORKERS")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
-        let server = Server { child, base: format!("http://{addr}"), _dir: dir };
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(addr).is_ok() {
-                return Ok(server);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        bail!("the server did not start")
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// One semi-transparent orange, written row by row.
