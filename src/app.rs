@@ -135,7 +135,11 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let shutdown = crate::http::system::spawn_metrics_listener(&state, shutdown).await;
     crate::jobs::orphans::spawn_sweep(state.db.clone(), state.blobs.clone());
-    crate::jobs::idempotency_keys::spawn_sweep(state.clone());
+    crate::jobs::idempotency_keys::spawn_sweep(
+        state.db.clone(),
+        Arc::clone(&state.idempotency_metrics),
+        state.settings.idempotency_retention_s,
+    );
     crate::jobs::live_feed::spawn_sweep(state.db.clone());
     state.derivative_workers().spawn(state.settings.derivative_workers.unwrap_or(1));
     state.blob_jobs.spawn_workers(1);

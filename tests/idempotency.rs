@@ -300,7 +300,13 @@ async fn the_sweep_forgets_only_expired_completed_keys(backend: Backend) {
     let (abandoned, fp) = admin_create_scope("abandoned", &event_body("abandoned"));
     assert!(app.db.claim_key(&abandoned, &fp, Uuid::now_v7(), two_hours_ago).await.expect("claim"));
 
-    let swept = confetti::jobs::idempotency_keys::sweep(&app.state).await.expect("sweep");
+    let swept = confetti::jobs::idempotency_keys::sweep(
+        &app.db,
+        &app.state.idempotency_metrics,
+        app.state.settings.idempotency_retention_s,
+    )
+    .await
+    .expect("sweep");
     assert_eq!(swept, 2, "the old completed key and the long-abandoned claim");
     assert!(app.db.key_row(&live).await.expect("row").is_some(), "a live claim is never touched");
     assert!(app.db.key_row(&abandoned).await.expect("row").is_none());
