@@ -1,5 +1,6 @@
-//! The application: shared state, the router, the layer stack, and `serve`, the one seam
-//! through which production and tests alike run Confetti on a listener.
+//! The composition root: builds every service once with what it uses (`AppState::open`), the
+//! router with its layer stack, and `serve`, the one seam through which production and tests
+//! alike run Confetti on a listener. The state handlers read is defined in `http`.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,25 +24,8 @@ use crate::jobs::derivatives::{DerivativeQueue, DerivativeWorkers};
 use crate::live::LiveHub;
 use crate::throttle::Throttle;
 
+pub use crate::http::AppState;
 pub use crate::settings::Settings;
-
-#[derive(Clone, Debug)]
-pub struct AppState {
-    pub db: Db,
-    pub blobs: BlobStore,
-    pub blocking: Blocking,
-    pub settings: Arc<Settings>,
-    /// `Settings::trusted_proxies`, parsed.
-    pub trusted_proxies: Arc<TrustedProxies>,
-    pub admin_token: Arc<str>,
-    pub throttle: Arc<Throttle>,
-    pub idempotency_metrics: Arc<crate::idempotency::Metrics>,
-    pub derivatives: Arc<DerivativeQueue>,
-    /// Blob work that follows a commit (finalize, delete).
-    pub blob_jobs: BlobJobs,
-    pub live: Arc<LiveHub>,
-    pub ingest: Arc<Ingest>,
-}
 
 impl AppState {
     /// Connects the database (running migrations) and opens the blob store.

@@ -16,6 +16,9 @@ pub enum BlobJobKind {
     Finalize,
     /// Remove every blob the upload has.
     Delete,
+    /// Remove the thumb and preview made for an upload deleted while they were being made
+    /// (its other blobs went with the delete).
+    DeleteDerivatives,
 }
 
 impl BlobJobKind {
@@ -23,6 +26,7 @@ impl BlobJobKind {
         match self {
             BlobJobKind::Finalize => "finalize",
             BlobJobKind::Delete => "delete",
+            BlobJobKind::DeleteDerivatives => "delete_derivatives",
         }
     }
 
@@ -30,6 +34,7 @@ impl BlobJobKind {
         match text {
             "finalize" => Some(BlobJobKind::Finalize),
             "delete" => Some(BlobJobKind::Delete),
+            "delete_derivatives" => Some(BlobJobKind::DeleteDerivatives),
             _ => None,
         }
     }

@@ -9,8 +9,8 @@ use std::net::{IpAddr, SocketAddr};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 
-use crate::app::AppState;
 use crate::error::ApiError;
+use crate::http::AppState;
 
 /// The client's address as far as this server can know it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

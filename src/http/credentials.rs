@@ -11,11 +11,11 @@
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 
-use crate::app::AppState;
 use crate::auth::{self, GUEST_COOKIE, GUEST_PREFIX, ORGANISER_COOKIE, ORGANISER_PREFIX};
 use crate::db::events::EventRow;
 use crate::db::guests::GuestRow;
 use crate::error::ApiError;
+use crate::http::AppState;
 
 /// What a request's credentials turned out to name.
 #[derive(Clone, Debug)]

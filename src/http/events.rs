@@ -13,11 +13,11 @@ use super::extract::{Admin, JsonBody, Organiser, Viewer};
 use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
 use super::views::EventJson;
-use crate::app::AppState;
 use crate::db::events::EventChange;
 use crate::domain::{EventName, EventSlug, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{self, EventError, NewEvent};
+use crate::http::AppState;
 
 pub fn routes(keyed: &Keyed) -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(keyed.route(routes!(create))).routes(routes!(show)).routes(keyed.route(routes!(change)))

@@ -24,9 +24,9 @@ use uuid::Uuid;
 
 use super::extract::Organiser;
 use super::openapi::{SlugParam, refusals, schemas};
-use crate::app::AppState;
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(export))

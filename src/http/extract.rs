@@ -12,11 +12,11 @@ use bytes::BytesMut;
 use futures_util::StreamExt;
 
 use super::credentials::{Credentials, bearer, cookie};
-use crate::app::AppState;
 use crate::auth::{ORGANISER_COOKIE, ORGANISER_PREFIX};
 use crate::db::events::EventRow;
 use crate::db::guests::GuestRow;
 use crate::error::ApiError;
+use crate::http::AppState;
 
 /// A guest of some event (handlers check which).
 pub struct Guest(pub GuestRow);

@@ -14,10 +14,10 @@ use uuid::Uuid;
 use super::extract::Viewer;
 use super::openapi::{SlugParam, refusals};
 use super::views::UploadJson;
-use crate::app::AppState;
 use crate::db::uploads::ListQuery;
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_uploads))

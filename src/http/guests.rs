@@ -14,10 +14,10 @@ use uuid::Uuid;
 use super::client_addr::ClientAddr;
 use super::extract::{Guest, JsonBody};
 use super::openapi::{SlugParam, refusals, schemas};
-use crate::app::AppState;
 use crate::auth::{self, GUEST_COOKIE, GUEST_PREFIX};
 use crate::domain::{DisplayName, EventSlug};
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 use crate::throttle::Purpose;
 
 pub fn routes() -> OpenApiRouter<AppState> {

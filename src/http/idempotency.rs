@@ -15,10 +15,10 @@ use utoipa_axum::router::{UtoipaMethodRouter, UtoipaMethodRouterExt};
 
 use super::IDEMPOTENT_REPLAYED;
 use super::extract::{MAX_JSON_BODY, principal, read_body};
-use crate::app::AppState;
 use crate::db::idempotency::RecordedAnswer;
 use crate::db::{Db, Tx};
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 use crate::idempotency::{Claim, Decision, Keys};
 
 /// Response bodies of these writes are small JSON documents. (Request bodies are held to the

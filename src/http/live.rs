@@ -19,10 +19,10 @@ use super::extract::Viewer;
 use super::openapi::{SlugParam, refusals, schemas};
 use super::uploads::visible_upload;
 use super::views::UploadJson;
-use crate::app::AppState;
 use crate::db::live::LiveKind;
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 use crate::live::LiveEvent;
 
 pub fn routes() -> OpenApiRouter<AppState> {

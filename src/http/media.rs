@@ -15,10 +15,10 @@ use uuid::Uuid;
 use super::extract::Viewer;
 use super::openapi::{UploadIdParam, refusals, schemas};
 use super::uploads::visible_upload;
-use crate::app::AppState;
 use crate::blobs::BlobKey;
 use crate::domain::UploadStatus;
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 
 const CACHE_FOREVER: &str = "private, max-age=31536000, immutable";
 

@@ -21,6 +21,7 @@ pub mod pages;
 pub mod problem;
 pub mod reactions;
 pub mod security_headers;
+mod state;
 pub mod system;
 pub mod upload_parts;
 pub mod uploads;
@@ -28,7 +29,7 @@ pub mod views;
 
 use axum::{Extension, Router};
 
-use crate::app::AppState;
+pub use state::AppState;
 
 /// Every route, each API route with its operation in the API reference (`openapi`), which is
 /// made here once and served at `/api/v1/openapi.json`. The writes that take an

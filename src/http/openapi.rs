@@ -21,8 +21,8 @@ use utoipa::{IntoParams, OpenApi as _, PartialSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::app::AppState;
 use crate::error::{ErrorCode, Problem};
+use crate::http::AppState;
 
 const PROBLEM_JSON: &str = "application/problem+json";
 

@@ -15,10 +15,10 @@ use utoipa_axum::routes;
 use super::client_addr::ClientAddr;
 use super::extract::{JsonBody, Organiser};
 use super::openapi::{SlugParam, refusals, schemas};
-use crate::app::AppState;
 use crate::auth::{self, ORGANISER_COOKIE, ORGANISER_PREFIX};
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 use crate::throttle::Purpose;
 
 pub fn routes() -> OpenApiRouter<AppState> {

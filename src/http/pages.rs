@@ -12,8 +12,8 @@ use qrcode::QrCode;
 use qrcode::render::svg;
 
 use super::extract::Organiser;
-use crate::app::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 
 const INDEX_HTML: &str = include_str!("../../static/index.html");
 

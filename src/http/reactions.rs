@@ -16,11 +16,11 @@ use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, UploadIdParam, refusals, schemas};
 use super::uploads::visible_upload;
 use super::views::CommentJson;
-use crate::app::AppState;
 use crate::db::guests::GuestRow;
 use crate::db::uploads::UploadRow;
 use crate::domain::CommentText;
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 
 pub fn routes(keyed: &Keyed) -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -15,9 +15,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::openapi::{refusals, schemas};
-use crate::app::AppState;
 use crate::auth;
 use crate::error::ApiError;
+use crate::http::AppState;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -19,12 +19,12 @@ use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, UploadIdParam, refusals, schemas};
 use super::upload_parts::{self, Outcome};
 use super::views::UploadJson;
-use crate::app::AppState;
 use crate::db::blob_jobs::BlobJobKind;
 use crate::db::live::LiveKind;
 use crate::db::uploads::UploadRow;
 use crate::domain::{ClientUploadId, UploadStatus};
 use crate::error::{ApiError, ApiResult};
+use crate::http::AppState;
 use crate::ingest::Ingested;
 use crate::jobs::blob_jobs::BlobJobs;
 

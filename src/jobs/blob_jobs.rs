@@ -80,6 +80,10 @@ impl BlobJobs {
                 }
                 Ok(())
             }
+            BlobJobKind::DeleteDerivatives => {
+                self.blobs.delete(BlobKey::Thumb { event_id, upload_id }).await?;
+                self.blobs.delete(BlobKey::Preview { event_id, upload_id }).await
+            }
         }
     }
 

@@ -183,7 +183,13 @@ impl DerivativeWorkers {
         // and what was just made goes the same way.
         let remove = match upload.deleted {
             true => Some(
-                tx.queue_blob_job(BlobJobKind::Delete, upload.event_id, job.upload_id, BlobJobs::lease_until()).await?,
+                tx.queue_blob_job(
+                    BlobJobKind::DeleteDerivatives,
+                    upload.event_id,
+                    job.upload_id,
+                    BlobJobs::lease_until(),
+                )
+                .await?,
             ),
             false => None,
         };

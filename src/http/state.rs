@@ -1,0 +1,34 @@
+//! What every handler may read: the services, built once by the composition root
+//! (`app`), and the settings. Only `http` and `app` know this struct; the services below it
+//! take exactly what they use.
+
+use std::sync::Arc;
+
+use crate::blobs::BlobStore;
+use crate::blocking::Blocking;
+use crate::db::Db;
+use crate::http::client_addr::TrustedProxies;
+use crate::ingest::Ingest;
+use crate::jobs::blob_jobs::BlobJobs;
+use crate::jobs::derivatives::DerivativeQueue;
+use crate::live::LiveHub;
+use crate::settings::Settings;
+use crate::throttle::Throttle;
+
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub db: Db,
+    pub blobs: BlobStore,
+    pub blocking: Blocking,
+    pub settings: Arc<Settings>,
+    /// `Settings::trusted_proxies`, parsed.
+    pub trusted_proxies: Arc<TrustedProxies>,
+    pub admin_token: Arc<str>,
+    pub throttle: Arc<Throttle>,
+    pub idempotency_metrics: Arc<crate::idempotency::Metrics>,
+    pub derivatives: Arc<DerivativeQueue>,
+    /// Blob work that follows a commit (finalize, delete).
+    pub blob_jobs: BlobJobs,
+    pub live: Arc<LiveHub>,
+    pub ingest: Arc<Ingest>,
+}
