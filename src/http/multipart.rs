@@ -63,16 +63,19 @@ pub struct PartHead {
 }
 
 /// After a refusal sent before the body ended: reads and throws away what the client is still
-/// sending, for at most `LINGER` and `LINGER_BYTES`, so its TCP stack does not reset the
-/// connection (and lose the refusal) while it is still writing; then the body is dropped and
-/// the connection closes. Holds one chunk at a time.
+/// sending, for at most `LINGER_BYTES`, and holds the connection open until `LINGER` has passed,
+/// so its TCP stack does not reset the connection (and lose the refusal) while it is still
+/// writing: a client that sent `LINGER_BYTES` within milliseconds then waits on its full socket
+/// buffers, and reads the answer. Then the body is dropped and the connection closes. Holds one
+/// chunk at a time.
 pub fn linger<S, E>(mut body: S)
 where
     S: Stream<Item = Result<Bytes, E>> + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
+        let until = tokio::time::Instant::now() + LINGER;
         let mut left = LINGER_BYTES;
-        let _ = tokio::time::timeout(LINGER, async {
+        let _ = tokio::time::timeout_at(until, async {
             while let Some(Ok(chunk)) = body.next().await {
                 left = left.saturating_sub(chunk.len() as u64);
                 if left == 0 {
@@ -81,6 +84,8 @@ where
             }
         })
         .await;
+        tokio::time::sleep_until(until).await;
+        drop(body);
     });
 }
 
