@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::fault_proxy::FaultProxy;
-use common::{Backend, Guest, TestApp, assert_problem, images, upload_form};
+use common::{Backend, Guest, TestApp, all_files, assert_problem, images, upload_form};
 use confetti::jobs::orphans::sweep;
 use futures_util::StreamExt;
 use futures_util::future::join_all;
@@ -505,11 +505,21 @@ async fn the_sweep_deletes_a_temporary_blob_of_a_deleted_upload(backend: Backend
             .await
             .expect("DELETE");
         assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+        // The delete's blob job removes the original and its derivatives after the answer;
+        // the sweep is measured once that has happened, so it finds only the temporary blob.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !all_files(&app.blob_dir()).is_empty() {
+            assert!(tokio::time::Instant::now() < deadline, "the delete's blob job did not run within 10 s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let temp = temp_path(&app, id);
         write_file(&temp, &photo);
 
-        assert_eq!(sweep(&app.db, &app.state.blobs, Duration::ZERO).await.expect("sweep"), (0, 1));
-        assert_eq!(app.blob_files(), Vec::<PathBuf>::new(), "nothing resurrected");
+        let (moved, deleted) = sweep(&app.db, &app.state.blobs, Duration::ZERO).await.expect("sweep");
+        assert_eq!(moved, 0, "a deleted upload is not moved to a final key");
+        assert!(deleted >= 1, "the temporary blob is deleted (derivatives a late worker wrote may go with it)");
+        assert!(!temp.exists(), "the temporary blob is gone");
+        assert_eq!(all_files(&app.blob_dir()), Vec::<PathBuf>::new(), "nothing resurrected");
         app.stop().await;
     })
     .await
