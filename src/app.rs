@@ -39,6 +39,11 @@ impl AppState {
         // Checked before anything is opened: a mistyped proxy stops the start, not the first login.
         let trusted_proxies =
             TrustedProxies::parse(&settings.trusted_proxies).map_err(|e| anyhow::anyhow!("--trusted-proxy: {e}"))?;
+        // A bucket that does not exist, or credentials it refuses, stop the start: such an
+        // instance would answer every upload with a 500.
+        blobs.check().await.map_err(|e| {
+            anyhow::anyhow!("the photo store does not answer ({e}); check --storage and the AWS_* settings")
+        })?;
         let db = Db::connect(settings.database_url.as_deref(), &settings.data_dir).await?;
         let blocking = Blocking::new();
         let derivative_workers = settings.derivative_workers.unwrap_or(blocking.media_permits());

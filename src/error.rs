@@ -115,7 +115,7 @@ error_codes! {
     MethodNotAllowed = "method_not_allowed", METHOD_NOT_ALLOWED,
         "The path exists but not with this method.";
     NotReady = "not_ready", SERVICE_UNAVAILABLE,
-        "`/readyz`: the database does not answer.";
+        "`/readyz`: the database or the photo store does not answer; `detail` says which.";
 }
 
 impl serde::Serialize for ErrorCode {
@@ -222,8 +222,9 @@ pub enum ApiError {
     RangeNotSatisfiable { len: u64 },
     #[error("this resource does not allow that method")]
     MethodNotAllowed,
-    #[error("the database does not answer")]
-    NotReady,
+    /// Which part does not answer, for the operator.
+    #[error("{0}")]
+    NotReady(String),
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -271,7 +272,7 @@ impl ApiError {
             IdempotencyKeyInFlight { .. } => ErrorCode::IdempotencyKeyInFlight,
             IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
             MethodNotAllowed => ErrorCode::MethodNotAllowed,
-            NotReady => ErrorCode::NotReady,
+            NotReady(_) => ErrorCode::NotReady,
             Internal(_) => ErrorCode::Internal,
         }
     }
@@ -393,8 +394,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         // A 5xx keeps its cause in the log; only running out of disk is something the guest
-        // should read as it is.
-        let detail = if status.is_server_error() && !matches!(self, ApiError::InsufficientStorage) {
+        // should read as it is, and which part of the server is not ready (never why: that
+        // is in the log) something a load balancer's operator should.
+        let detail = if status.is_server_error() && !matches!(self, ApiError::InsufficientStorage | ApiError::NotReady(_)) {
             tracing::error!(error = ?self, "request failed");
             "The server could not complete this request. It has been logged.".to_owned()
         } else {

@@ -234,7 +234,7 @@ async fn a_failed_attempt_releases_the_key(backend: Backend) {
         Backend::Sqlite => {
             execute(&app, "CREATE TRIGGER boom BEFORE UPDATE ON events WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ABORT, 'injected'); END").await
         }
-        Backend::Postgres => {
+        Backend::Postgres | Backend::S3 => {
             execute(
                 &app,
                 "CREATE FUNCTION boom() RETURNS trigger AS $$ BEGIN IF NEW.name = 'boom' THEN RAISE EXCEPTION 'injected'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql;
@@ -256,7 +256,7 @@ async fn a_failed_attempt_releases_the_key(backend: Backend) {
     assert!(!problem.to_string().contains("injected"), "5xx details are logged, not sent");
     match backend {
         Backend::Sqlite => execute(&app, "DROP TRIGGER boom").await,
-        Backend::Postgres => execute(&app, "DROP TRIGGER boom ON events").await,
+        Backend::Postgres | Backend::S3 => execute(&app, "DROP TRIGGER boom ON events").await,
     }
     let retried = rename().await.expect("patch");
     assert_eq!(retried.status(), StatusCode::OK, "the failed attempt released the key");

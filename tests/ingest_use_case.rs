@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{Backend, TestDatabase, all_files, fresh_postgres_database, images};
+use common::s3::S3Server;
+use common::{Backend, TestDatabase, all_files, fresh_postgres_database, images, s3_store};
 use confetti::blobs::BlobStore;
 use confetti::blocking::Blocking;
 use confetti::db::Db;
@@ -24,7 +25,7 @@ use confetti::jobs::blob_jobs::BlobJobs;
 use confetti::jobs::derivatives::DerivativeQueue;
 use uuid::Uuid;
 
-both_backends!(
+every_store!(
     a_new_upload_is_stored_with_its_row_blob_and_quota,
     the_same_key_again_is_a_replay_that_reads_no_bytes_and_stores_no_second_row,
     a_file_that_is_not_an_image_leaves_no_row_no_blob_and_no_quota,
@@ -36,8 +37,10 @@ struct Fixture {
     ingest: Arc<Ingest>,
     db: Db,
     guest: GuestRow,
-    data_dir: tempfile::TempDir,
+    blob_dir: PathBuf,
+    _data_dir: tempfile::TempDir,
     _database: Option<TestDatabase>,
+    _s3: Option<S3Server>,
 }
 
 impl Fixture {
@@ -45,10 +48,14 @@ impl Fixture {
         let data_dir = tempfile::tempdir().expect("temp dir");
         let database = match backend {
             Backend::Sqlite => None,
-            Backend::Postgres => Some(fresh_postgres_database().await),
+            Backend::Postgres | Backend::S3 => Some(fresh_postgres_database().await),
         };
+        let s3 = (backend == Backend::S3).then(S3Server::start);
         let db = Db::connect(database.as_deref(), data_dir.path()).await.expect("database");
-        let blobs = BlobStore::open(None, data_dir.path()).expect("blob store");
+        let blobs = match &s3 {
+            Some(s3) => s3_store(s3),
+            None => BlobStore::open(None, data_dir.path()).expect("blob store"),
+        };
         let blocking = Blocking::new();
         let event = create_event(
             &db,
@@ -70,7 +77,8 @@ impl Fixture {
         let derivatives = Arc::new(DerivativeQueue::new(Duration::from_secs(60)));
         let blob_jobs = BlobJobs::new(db.clone(), blobs.clone());
         let ingest = Arc::new(Ingest::new(db.clone(), blobs, blocking, limits, derivatives, blob_jobs));
-        Fixture { ingest, db, guest, data_dir, _database: database }
+        let blob_dir = s3.as_ref().map(S3Server::bucket_dir).unwrap_or_else(|| data_dir.path().join("blobs"));
+        Fixture { ingest, db, guest, blob_dir, _data_dir: data_dir, _database: database, _s3: s3 }
     }
 
     async fn upload(&self, parts: &mut MemoryParts) -> Result<Ingested, IngestError> {
@@ -86,7 +94,7 @@ impl Fixture {
     }
 
     fn blob_files(&self) -> Vec<PathBuf> {
-        all_files(&self.data_dir.path().join("blobs"))
+        all_files(&self.blob_dir)
     }
 }
 
@@ -148,7 +156,7 @@ async fn a_new_upload_is_stored_with_its_row_blob_and_quota(backend: Backend) {
     assert_eq!((row.width, row.height, row.bytes), (640, 480, photo.len() as i64));
     assert_eq!(fixture.rows().await, 1);
     assert_eq!(fixture.used_bytes().await, photo.len() as i64, "the quota is charged");
-    let original = fixture.data_dir.path().join(format!("blobs/originals/{}/{}", row.event_id, row.id));
+    let original = fixture.blob_dir.join(format!("originals/{}/{}", row.event_id, row.id));
     assert_eq!(fixture.blob_files(), vec![original.clone()], "one blob, at its final key");
     assert_eq!(std::fs::read(&original).expect("the original"), photo);
 }

@@ -151,7 +151,7 @@ async fn rows_with_id_in_a_fresh_connection(
             pool.close().await;
             count
         }
-        Backend::Postgres => {
+        Backend::Postgres | Backend::S3 => {
             let pool = sqlx::PgPool::connect(database_url.expect("database url")).await.expect("connect to PostgreSQL");
             let count = sqlx::query_scalar(SQL).bind(id).fetch_one(&pool).await.expect("count");
             pool.close().await;

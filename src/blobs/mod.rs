@@ -108,11 +108,18 @@ pub struct BlobStore {
     local_root: Option<std::path::PathBuf>,
     /// The last reading of the local disk's free space, and when it was taken.
     free_space: Arc<Mutex<Option<(Instant, u64)>>>,
+    /// The last answer of `check`, and when it came, for readiness.
+    health: Arc<Mutex<Option<(Instant, Result<(), String>)>>>,
 }
 
 /// How long a reading of the free space is trusted: `statvfs` is cheap, but not free for every
 /// upload of a busy event, and the disk does not fill in two seconds at the rates seen here.
 const FREE_SPACE_FRESH_FOR: Duration = Duration::from_secs(2);
+/// How long readiness trusts the store's last answer: a load balancer asking every second
+/// costs the store one request every few seconds per instance.
+const HEALTH_FRESH_FOR: Duration = Duration::from_secs(5);
+/// A store that does not answer within this is not ready.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl BlobStore {
     /// `spec`: none → `<data_dir>/blobs`; `s3://bucket/prefix` (credentials and endpoint from
@@ -128,34 +135,51 @@ impl BlobStore {
                 part_size: 256 * 1024,
                 local_root: None,
                 free_space: Arc::default(),
+                health: Arc::default(),
             }),
-            Some(url) if url.starts_with("s3://") => {
-                let rest = &url["s3://".len()..];
-                let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-                anyhow::ensure!(!bucket.is_empty(), "the storage URL {url:?} names no bucket");
-                let s3 = AmazonS3Builder::from_env().with_bucket_name(bucket).build()?;
-                let store: Arc<dyn ObjectStore> = if prefix.trim_matches('/').is_empty() {
-                    Arc::new(s3)
-                } else {
-                    Arc::new(PrefixStore::new(s3, prefix.trim_matches('/')))
-                };
-                Ok(Self { store, part_size: 5 * 1024 * 1024, local_root: None, free_space: Arc::default() })
-            }
+            Some(url) if url.starts_with("s3://") => Self::s3(url, AmazonS3Builder::from_env()),
             Some(dir) => Self::local(dir.strip_prefix("file://").unwrap_or(dir).into()),
         }
+    }
+
+    /// The bucket (and key prefix) `s3://bucket/prefix` names, reached with `settings`: the
+    /// `AWS_*` environment in production, a test's own S3 server in the tests.
+    pub fn s3(url: &str, settings: AmazonS3Builder) -> anyhow::Result<Self> {
+        let rest = url.strip_prefix("s3://").unwrap_or(url);
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        anyhow::ensure!(!bucket.is_empty(), "the storage URL {url:?} names no bucket");
+        let s3 = settings.with_bucket_name(bucket).build()?;
+        let store: Arc<dyn ObjectStore> = if prefix.trim_matches('/').is_empty() {
+            Arc::new(s3)
+        } else {
+            Arc::new(PrefixStore::new(s3, prefix.trim_matches('/')))
+        };
+        Ok(Self {
+            store,
+            part_size: 5 * 1024 * 1024,
+            local_root: None,
+            free_space: Arc::default(),
+            health: Arc::default(),
+        })
     }
 
     /// A store given as it is (tests use one that fails on demand); written through its
     /// multipart API, as an S3 bucket is.
     pub fn with_store(store: Arc<dyn ObjectStore>) -> Self {
-        Self { store, part_size: 256 * 1024, local_root: None, free_space: Arc::default() }
+        Self { store, part_size: 256 * 1024, local_root: None, free_space: Arc::default(), health: Arc::default() }
     }
 
     fn local(dir: std::path::PathBuf) -> anyhow::Result<Self> {
         crate::private_files::private_dir(&dir)
             .with_context(|| format!("opening the photo directory {}", dir.display()))?;
         let local = LocalFileSystem::new_with_prefix(&dir)?.with_automatic_cleanup(true);
-        Ok(Self { store: Arc::new(local), part_size: 256 * 1024, local_root: Some(dir), free_space: Arc::default() })
+        Ok(Self {
+            store: Arc::new(local),
+            part_size: 256 * 1024,
+            local_root: Some(dir),
+            free_space: Arc::default(),
+            health: Arc::default(),
+        })
     }
 
     /// Bytes an unprivileged writer may still use on the local store's filesystem; `None` for
@@ -178,6 +202,33 @@ impl BlobStore {
         };
         *self.free_space.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), free));
         Some(free)
+    }
+
+    /// One cheap request that needs the store reachable, the credentials accepted and the
+    /// bucket present: listing a prefix nothing is written under.
+    pub async fn check(&self) -> Result<(), String> {
+        let prefix = Path::from("readiness-check");
+        let listing = self.store.list_with_delimiter(Some(&prefix));
+        match tokio::time::timeout(HEALTH_TIMEOUT, listing).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no answer within {} s", HEALTH_TIMEOUT.as_secs())),
+        }
+    }
+
+    /// `check`, answered from its last result while that is at most `HEALTH_FRESH_FOR` old.
+    pub async fn ready(&self) -> Result<(), String> {
+        if let Some((at, result)) = &*self.health.lock().unwrap_or_else(|e| e.into_inner())
+            && at.elapsed() < HEALTH_FRESH_FOR
+        {
+            return result.clone();
+        }
+        let result = self.check().await;
+        if let Err(e) = &result {
+            tracing::warn!(error = %e, "the photo store does not answer");
+        }
+        *self.health.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), result.clone()));
+        result
     }
 
     pub async fn writer(&self, key: BlobKey) -> object_store::Result<BlobWriter> {

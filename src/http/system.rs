@@ -144,7 +144,7 @@ type MetricsText = ([(axum::http::HeaderName, &'static str); 1], String);
 
 /// Readiness
 ///
-/// 200 while the database answers, else 503 problem+json `not_ready` (a load balancer stops sending requests here).
+/// 200 while the database and the photo store answer (the store's answer is reused for 5 s), else 503 problem+json `not_ready` whose `detail` names the failing part (a load balancer stops sending requests here).
 #[utoipa::path(
     get,
     path = "/readyz",
@@ -152,16 +152,23 @@ type MetricsText = ([(axum::http::HeaderName, &'static str); 1], String);
     tag = "system",
     security(()),
     responses(
-        (status = 200, description = "The database answers.", content_type = "text/plain", body = inline(schemas::Ready)),
+        (status = 200, description = "The database and the photo store answer.", content_type = "text/plain", body = inline(schemas::Ready)),
         ReadyzRefusals,
     ),
 )]
 async fn ready(State(state): State<AppState>) -> Result<&'static str, ApiError> {
-    if state.db.ping().await { Ok("ready") } else { Err(ApiError::NotReady) }
+    let (database, store) = tokio::join!(state.db.ping(), state.blobs.ready());
+    match (database, store) {
+        (true, Ok(())) => Ok("ready"),
+        (false, Ok(())) => Err(ApiError::NotReady("the database does not answer".into())),
+        // Why the store failed is logged by `ready`, not told to whoever asks.
+        (true, Err(_)) => Err(ApiError::NotReady("the photo store does not answer".into())),
+        (false, Err(_)) => Err(ApiError::NotReady("neither the database nor the photo store answers".into())),
+    }
 }
 
 refusals!(ReadyzRefusals {
-    503 => problem("The database does not answer.", &[NotReady]),
+    503 => problem("The database or the photo store does not answer; `detail` says which.", &[NotReady]),
 });
 
 /// Capabilities and limits

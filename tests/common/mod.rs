@@ -6,6 +6,7 @@
 pub mod failing_store;
 pub mod fault_proxy;
 pub mod images;
+pub mod s3;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -24,10 +25,21 @@ use uuid::Uuid;
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 
+/// What an instance runs on: its database and where it keeps photos.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    /// SQLite, photos in a local directory: the default setup.
     Sqlite,
+    /// PostgreSQL, photos in a local directory.
     Postgres,
+    /// PostgreSQL, photos in a real S3-protocol server (`s3s-fs`): the scale-out setup.
+    S3,
+}
+
+impl Backend {
+    pub fn is_postgres(self) -> bool {
+        matches!(self, Backend::Postgres | Backend::S3)
+    }
 }
 
 /// Runs one async test function once per backend: `both_backends!(name);` makes
@@ -44,6 +56,30 @@ macro_rules! both_backends {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn postgres() {
                     super::$name($crate::common::Backend::Postgres).await
+                }
+            }
+        )*
+    };
+}
+
+/// `both_backends!` and, for tests of what is stored, a third run with the photos in a real
+/// S3-protocol server: `every_store!(name);` makes `name::sqlite`, `name::postgres` and `name::s3`.
+#[macro_export]
+macro_rules! every_store {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn sqlite() {
+                    super::$name($crate::common::Backend::Sqlite).await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn postgres() {
+                    super::$name($crate::common::Backend::Postgres).await
+                }
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn s3() {
+                    super::$name($crate::common::Backend::S3).await
                 }
             }
         )*
@@ -103,6 +139,8 @@ pub struct TestApp {
     pub state: AppState,
     pub data_dir: Arc<tempfile::TempDir>,
     pub database_url: Option<TestDatabase>,
+    /// The S3 server of `Backend::S3`, shared by the instances of one test.
+    pub s3: Option<Arc<s3::S3Server>>,
     pub options: Options,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
@@ -169,6 +207,24 @@ impl Drop for DatabaseHandle {
     }
 }
 
+/// What the instances of one test share: data directory, database, S3 server.
+struct Shared {
+    data_dir: Arc<tempfile::TempDir>,
+    database_url: Option<TestDatabase>,
+    s3: Option<Arc<s3::S3Server>>,
+}
+
+/// The photo store in `server`'s bucket, reached as an operator's `AWS_*` settings would.
+pub fn s3_store(server: &s3::S3Server) -> confetti::blobs::BlobStore {
+    let mut settings = object_store::aws::AmazonS3Builder::new();
+    for (key, value) in server.env() {
+        if let Ok(key) = key.to_ascii_lowercase().parse() {
+            settings = settings.with_config(key, value);
+        }
+    }
+    confetti::blobs::BlobStore::s3(&server.storage_url(), settings).expect("S3 photo store")
+}
+
 /// The server's warnings and errors go to the test's captured output, shown when it fails
 /// (`RUST_LOG` widens them): a 500 in CI then says why.
 fn show_server_logs() {
@@ -189,14 +245,19 @@ impl TestApp {
         let data_dir = Arc::new(tempfile::tempdir().expect("temp dir"));
         let database_url = match backend {
             Backend::Sqlite => None,
-            Backend::Postgres => Some(fresh_postgres_database().await),
+            Backend::Postgres | Backend::S3 => Some(fresh_postgres_database().await),
         };
-        Self::start(backend, options, data_dir, database_url).await
+        let s3 = (backend == Backend::S3).then(|| Arc::new(s3::S3Server::start()));
+        Self::start(backend, options, Shared { data_dir, database_url, s3 }).await
     }
 
-    /// A second instance on the same database and the same blob directory.
+    /// A second instance on the same database and the same blob store.
     pub async fn spawn_sharing(other: &TestApp) -> Self {
-        Self::start(other.backend, other.options.clone(), other.data_dir.clone(), other.database_url.clone()).await
+        Self::start(other.backend, other.options.clone(), other.shared()).await
+    }
+
+    fn shared(&self) -> Shared {
+        Shared { data_dir: self.data_dir.clone(), database_url: self.database_url.clone(), s3: self.s3.clone() }
     }
 
     /// This instance again after `stop`: same database, same blobs.
@@ -207,17 +268,13 @@ impl TestApp {
 
     /// This instance again after `stop`, with other options.
     pub async fn restart_with(self, options: Options) -> Self {
-        let (backend, data_dir, database_url) = (self.backend, self.data_dir.clone(), self.database_url.clone());
+        let (backend, shared) = (self.backend, self.shared());
         self.stop().await;
-        Self::start(backend, options, data_dir, database_url).await
+        Self::start(backend, options, shared).await
     }
 
-    async fn start(
-        backend: Backend,
-        options: Options,
-        data_dir: Arc<tempfile::TempDir>,
-        database_url: Option<TestDatabase>,
-    ) -> Self {
+    async fn start(backend: Backend, options: Options, shared: Shared) -> Self {
+        let Shared { data_dir, database_url, s3 } = shared;
         show_server_logs();
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -238,7 +295,8 @@ impl TestApp {
             min_free_bytes: options.min_free_bytes,
             ..Settings::new(data_dir.path(), &format!("http://{addr}"))
         };
-        let state = match options.blob_store.clone() {
+        let blobs = options.blob_store.clone().or_else(|| s3.as_deref().map(s3_store));
+        let state = match blobs {
             Some(blobs) => AppState::open_with(settings, ADMIN_TOKEN.to_owned(), blobs).await,
             None => AppState::open(settings, ADMIN_TOKEN.to_owned()).await,
         }
@@ -258,6 +316,7 @@ impl TestApp {
             state,
             data_dir,
             database_url,
+            s3,
             options,
             shutdown: Some(tx),
             server: Some(server),
@@ -279,8 +338,13 @@ impl TestApp {
         format!("{}{path}", self.base)
     }
 
+    /// Where the photo store keeps its blobs as files, each at its key: the local directory,
+    /// or the S3 server's bucket.
     pub fn blob_dir(&self) -> PathBuf {
-        self.data_dir.path().join("blobs")
+        match &self.s3 {
+            Some(s3) => s3.bucket_dir(),
+            None => self.data_dir.path().join("blobs"),
+        }
     }
 
     // ---- typed helpers --------------------------------------------------------------
