@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test suite of Confetti, exactly as CI runs it: the Rust tests against a fresh SQLite
-# file and a fresh PostgreSQL database per test, then (when present) the browser tests in
-# Debian's Chromium. Installs and starts what they need first.
+# file and a fresh PostgreSQL database per test (the storage tests once more with the photos
+# in a real S3-protocol server, s3s-fs), then the browser tests in Debian's Chromium.
+# Installs and starts what they need first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,20 +12,36 @@ export TEST_DATABASE_URL
 psql "$TEST_DATABASE_URL" -qtAc "SELECT datname FROM pg_database WHERE datname LIKE 'test\_%'" |
   while read -r db; do [ -n "$db" ] && psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$db\"" >/dev/null; done
 
-echo "== Rust tests (SQLite and PostgreSQL at ${TEST_DATABASE_URL%%@*}@…)"
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+apt_install() {
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+}
+
+# A real S3-protocol server for the S3 runs of the storage tests (about 3 minutes to build once).
+S3S_FS=$(command -v s3s-fs || echo "${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs")
+if ! [ -x "$S3S_FS" ] || ! "$S3S_FS" --version 2>/dev/null | grep -q '0\.14\.1'; then
+  echo "== Installing s3s-fs 0.14.1 (S3-protocol server for the tests)"
+  cargo install --quiet s3s-fs@0.14.1 --locked --features binary
+  S3S_FS="${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs"
+fi
+export S3S_FS
+# The scale-out test puts instances behind haproxy with TLS (a certificate made by openssl).
+missing=()
+command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+
+echo "== Rust tests (SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"
 cargo test --locked --all-targets
 
 if [ -f tests/browser/package.json ]; then
   echo "== Browser tests (Chromium)"
-  as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
   missing=()
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   command -v node >/dev/null 2>&1 || missing+=(nodejs)
   command -v npm >/dev/null 2>&1 || missing+=(npm)
-  if [ ${#missing[@]} -gt 0 ]; then
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  fi
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
   cargo build --locked
   # One test file at a time where node can be told so (node 20+); each starts its own server.
   concurrency=()

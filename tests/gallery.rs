@@ -557,7 +557,7 @@ async fn two_instances_on_one_postgres_make_each_derivative_once() {
     assert_eq!(a.db.pending_derivative_jobs().await.expect("jobs"), 0);
 }
 
-both_backends!(
+every_store!(
     derivatives_appear_with_the_right_sizes,
     a_small_photo_is_never_enlarged,
     an_exif_rotated_photo_gives_an_upright_portrait_thumb,

@@ -25,7 +25,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use uuid::Uuid;
 
-both_backends!(
+every_store!(
     a_retry_after_a_lost_response_replays_the_upload_the_server_stored,
     a_response_lost_after_100_continue_is_replayed_from_the_key_alone,
     a_graceful_stop_finishes_the_upload_in_flight_and_refuses_new_connections,
@@ -379,7 +379,7 @@ async fn a_graceful_stop_finishes_the_upload_in_flight_and_refuses_new_connectio
 
         let (addr, backend) = (app.addr, app.backend);
         let (data_dir, database_url) = (app.data_dir.clone(), app.database_url.clone());
-        let blob_dir = app.blob_dir();
+        let (blob_dir, _s3) = (app.blob_dir(), app.s3.clone());
         let stop = tokio::spawn(app.stop());
 
         // The listener closes as soon as the stop signal is seen; poll until a connect is

@@ -12,7 +12,7 @@ use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-both_backends!(
+every_store!(
     sequential_retries_replay_the_first_answer,
     sixteen_concurrent_attempts_store_one_photo_and_charge_once,
     another_guests_key_is_a_conflict_that_reveals_nothing,
