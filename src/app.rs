@@ -21,6 +21,7 @@ use crate::http::client_addr::TrustedProxies;
 use crate::ingest::{Ingest, IngestLimits};
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::jobs::derivatives::{DerivativeQueue, DerivativeWorkers};
+use crate::jobs::instances::Instance;
 use crate::live::LiveHub;
 use crate::throttle::Throttle;
 
@@ -48,7 +49,8 @@ impl AppState {
         let blocking = Blocking::new();
         let derivative_workers = settings.derivative_workers.unwrap_or(blocking.media_permits());
         let derivatives = Arc::new(DerivativeQueue::new(settings.derivative_lease));
-        let blob_jobs = BlobJobs::new(db.clone(), blobs.clone());
+        let instance = Instance::register(db.clone(), blobs.clone()).await?;
+        let blob_jobs = BlobJobs::new(db.clone(), blobs.clone(), instance.id, instance.stopping());
         let ingest = Arc::new(Ingest::new(
             db.clone(),
             blobs.clone(),
@@ -60,6 +62,7 @@ impl AppState {
             },
             Arc::clone(&derivatives),
             blob_jobs.clone(),
+            instance.id,
         ));
         Ok(Self {
             blob_jobs,
@@ -74,6 +77,7 @@ impl AppState {
             admin_token: admin_token.into(),
             throttle: Arc::new(Throttle::default()),
             idempotency_metrics: Arc::default(),
+            instance,
         })
     }
 }
@@ -89,6 +93,8 @@ impl AppState {
             live: Arc::clone(&self.live),
             blob_jobs: self.blob_jobs.clone(),
             max_image_pixels: self.settings.max_image_pixels,
+            instance: self.instance.id,
+            stopping: self.instance.stopping(),
         }
     }
 }
@@ -123,13 +129,16 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let shutdown = crate::http::system::spawn_metrics_listener(&state, shutdown).await;
-    crate::jobs::orphans::spawn_sweep(state.db.clone(), state.blobs.clone());
+    let instance = state.instance.clone();
+    instance.spawn();
+    crate::jobs::orphans::spawn_sweep(state.db.clone(), state.blobs.clone(), instance.id);
     crate::jobs::idempotency_keys::spawn_sweep(
         state.db.clone(),
         Arc::clone(&state.idempotency_metrics),
         state.settings.idempotency_retention_s,
+        instance.id,
     );
-    crate::jobs::live_feed::spawn_sweep(state.db.clone());
+    crate::jobs::live_feed::spawn_sweep(state.db.clone(), instance.id);
     state.derivative_workers().spawn(state.settings.derivative_workers.unwrap_or(1));
     state.blob_jobs.spawn_workers(1);
     let live = Arc::clone(&state.live);
@@ -147,10 +156,16 @@ pub async fn serve(
             .max_connections
             .unwrap_or_else(crate::http::connections::default_max_connections),
     };
-    crate::http::connections::serve(listener, router(state), limits, async move {
+    let stopping = instance.clone();
+    let served = crate::http::connections::serve(listener, router(state), limits, async move {
         shutdown.await;
+        // From now on this instance claims no job: the others take the new ones.
+        stopping.begin_stop();
         // Open live streams would otherwise hold their connections, and shutdown, open.
         live.close();
     })
-    .await
+    .await;
+    // The requests have finished: what this instance still holds goes back at once.
+    instance.retire().await;
+    served
 }

@@ -7,16 +7,20 @@
 //!    anything, and the transport may answer it before the client sends the body at all.
 //! 2. Parts are read in order. A key part is looked up as soon as it arrives (each key once,
 //!    in `Upload::key_named`), so a retry's file bytes are skipped, never stored.
-//! 3. A new file streams to a temporary blob while it is hashed, counted and sniffed; it stops
-//!    early at `max_upload_bytes` or at the guest's remaining quota (`receive`).
+//! 3. A new file streams to the store while it is hashed, counted and sniffed; it stops early
+//!    at `max_upload_bytes` or at the guest's remaining quota (`receive`). Before its first
+//!    byte is stored it is recorded as staged (instance, key, multipart upload id), so another
+//!    instance can remove it should this one die (`staged`, `jobs::instances`). Its key is a
+//!    temporary one, or in an S3 bucket (where a move is a copy) its final one.
 //! 4. The header probe runs on the blocking pool: format from magic bytes, dimensions from the
 //!    header, pixel bombs and cut-short files refused before anything is decoded (`store`).
 //! 5. One transaction: `INSERT … ON CONFLICT (client_upload_id) DO NOTHING RETURNING id`. No row
 //!    back means another attempt won: roll back, delete the temporary blob, replay the winner.
 //!    A row back: charge the quota with a guarded `UPDATE`, commit.
-//! 6. The same transaction queues the move of the blob to its final key as a blob job; after
-//!    the commit, `Ingest::finalize` runs it (a worker does, should the store fail or the
-//!    process die first) and wakes the derivative workers.
+//! 6. The same transaction ends the staged record and, for a temporary key, queues the move of
+//!    the blob to its final key as a blob job; after the commit, `Ingest::finalize` runs it (a
+//!    worker does, should the store fail or the process die first) and wakes the derivative
+//!    workers.
 //!
 //! Every refusal leaves no row, no blob and no quota charge. A refusal of the file (too large,
 //! over quota, not an image, …) waits until the parts ended: a key sent after the file can
@@ -27,6 +31,8 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use uuid::Uuid;
 
 use crate::blobs::BlobStore;
 use crate::blocking::Blocking;
@@ -40,6 +46,7 @@ use crate::jobs::derivatives::DerivativeQueue;
 mod error;
 mod parts;
 mod receive;
+mod staged;
 mod store;
 
 pub use error::IngestError;
@@ -57,6 +64,8 @@ pub struct Ingest {
     derivatives: Arc<DerivativeQueue>,
     /// Runs the move of a committed upload's blob to its final key.
     blob_jobs: BlobJobs,
+    /// The instance receiving: named with each staged upload.
+    instance: Uuid,
 }
 
 /// The operator's limits on uploads.
@@ -89,8 +98,9 @@ impl Ingest {
         limits: IngestLimits,
         derivatives: Arc<DerivativeQueue>,
         blob_jobs: BlobJobs,
+        instance: Uuid,
     ) -> Self {
-        Self { db, blobs, blocking, limits, derivatives, blob_jobs }
+        Self { db, blobs, blocking, limits, derivatives, blob_jobs, instance }
     }
 
     pub fn limits(&self) -> IngestLimits {

@@ -6,7 +6,7 @@ pub mod allocator;
 pub mod app;
 /// Tokens, cookies and password hashing.
 pub mod auth;
-/// Blob storage over `object_store` with typed keys and the temporary-blob guard.
+/// Blob storage over `object_store` with typed keys.
 pub mod blobs;
 /// Running CPU-bound and blocking work off the async runtime, bounded.
 pub mod blocking;

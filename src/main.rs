@@ -110,7 +110,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(bind = %args.bind, public_url = %state.settings.public_url, database = state.db.backend(), "Confetti is serving");
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let db = state.db.clone();
+    let (db, instance) = (state.db.clone(), state.instance.clone());
     let server = tokio::spawn(app::serve(listener, state, async {
         let _ = stopped.await;
     }));
@@ -119,7 +119,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let _ = stop.send(());
     match tokio::time::timeout(Duration::from_secs(args.shutdown_grace_s), server).await {
         Ok(result) => result.context("server task")?.context("server")?,
-        Err(_) => tracing::warn!("in-flight requests did not finish within the grace period"),
+        Err(_) => {
+            tracing::warn!("in-flight requests did not finish within the grace period");
+            instance.retire().await;
+        }
     }
     db.close().await;
     Ok(())

@@ -22,6 +22,7 @@ use confetti::domain::{Caption, ClientUploadId, EventName, FileName, OrganiserPa
 use confetti::events::{NewEvent, create_event};
 use confetti::ingest::{Ingest, IngestError, IngestLimits, Ingested, Part, PartsError, UploadParts};
 use confetti::jobs::blob_jobs::BlobJobs;
+use confetti::jobs::instances::Instance;
 use confetti::jobs::derivatives::DerivativeQueue;
 use uuid::Uuid;
 
@@ -75,8 +76,9 @@ impl Fixture {
         let limits =
             IngestLimits { max_upload_bytes: 50 * 1024 * 1024, max_image_pixels: 100_000_000, min_free_bytes: 0 };
         let derivatives = Arc::new(DerivativeQueue::new(Duration::from_secs(60)));
-        let blob_jobs = BlobJobs::new(db.clone(), blobs.clone());
-        let ingest = Arc::new(Ingest::new(db.clone(), blobs, blocking, limits, derivatives, blob_jobs));
+        let instance = Instance::register(db.clone(), blobs.clone()).await.expect("instance");
+        let blob_jobs = BlobJobs::new(db.clone(), blobs.clone(), instance.id, instance.stopping());
+        let ingest = Arc::new(Ingest::new(db.clone(), blobs, blocking, limits, derivatives, blob_jobs, instance.id));
         let blob_dir = s3.as_ref().map(S3Server::bucket_dir).unwrap_or_else(|| data_dir.path().join("blobs"));
         Fixture { ingest, db, guest, blob_dir, _data_dir: data_dir, _database: database, _s3: s3 }
     }

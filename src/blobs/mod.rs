@@ -1,10 +1,14 @@
 //! Photo bytes, through `object_store`: a local directory by default, an S3-compatible
-//! bucket for several instances, memory for tests. Every blob has a typed key; an upload is
-//! written under a temporary key, and moved to its final key only after its row committed.
+//! bucket for several instances, memory for tests. Every blob has a typed key. An upload is
+//! written under a temporary key and moved to its final key only after its row committed; in
+//! an S3 bucket, where a move is a copy, it is written straight to its final key as a
+//! multipart upload whose id is recorded (`begin_upload`), and removed by key and id should
+//! it never commit (`abandon`).
 //! A local directory is its user's only (see `private_files::keep_files_private`), and its free
 //! space can be read, so uploads stop before the disk fills.
 
 mod local_writer;
+mod s3_writer;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,6 +25,8 @@ use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, Obj
 use uuid::Uuid;
 
 use local_writer::LocalWriter;
+use object_store::multipart::MultipartStore;
+use s3_writer::S3Writer;
 
 /// Where a blob lives. Paths are built only here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +116,30 @@ pub struct BlobStore {
     free_space: Arc<Mutex<Option<(Instant, u64)>>>,
     /// The last answer of `check`, and when it came, for readiness.
     health: Arc<Mutex<Option<(Instant, Result<(), String>)>>>,
+    /// An S3 bucket's multipart API and the key prefix: uploads are written straight to
+    /// their final key as multipart uploads whose id is known.
+    multipart: Option<Multipart>,
+}
+
+#[derive(Clone)]
+struct Multipart {
+    store: Arc<dyn MultipartStore>,
+    prefix: String,
+}
+
+impl std::fmt::Debug for Multipart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Multipart").field("prefix", &self.prefix).finish_non_exhaustive()
+    }
+}
+
+impl Multipart {
+    fn path(&self, key: BlobKey) -> Path {
+        match self.prefix.as_str() {
+            "" => key.path(),
+            prefix => Path::from(format!("{prefix}/{}", key.path())),
+        }
+    }
 }
 
 /// How long a reading of the free space is trusted: `statvfs` is cheap, but not free for every
@@ -136,6 +166,7 @@ impl BlobStore {
                 local_root: None,
                 free_space: Arc::default(),
                 health: Arc::default(),
+                multipart: None,
             }),
             Some(url) if url.starts_with("s3://") => Self::s3(url, AmazonS3Builder::from_env()),
             Some(dir) => Self::local(dir.strip_prefix("file://").unwrap_or(dir).into()),
@@ -148,11 +179,12 @@ impl BlobStore {
         let rest = url.strip_prefix("s3://").unwrap_or(url);
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         anyhow::ensure!(!bucket.is_empty(), "the storage URL {url:?} names no bucket");
-        let s3 = settings.with_bucket_name(bucket).build()?;
-        let store: Arc<dyn ObjectStore> = if prefix.trim_matches('/').is_empty() {
-            Arc::new(s3)
+        let s3 = Arc::new(settings.with_bucket_name(bucket).build()?);
+        let prefix = prefix.trim_matches('/').to_owned();
+        let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
+            Arc::clone(&s3) as Arc<dyn ObjectStore>
         } else {
-            Arc::new(PrefixStore::new(s3, prefix.trim_matches('/')))
+            Arc::new(PrefixStore::new(Arc::clone(&s3), prefix.as_str()))
         };
         Ok(Self {
             store,
@@ -160,13 +192,21 @@ impl BlobStore {
             local_root: None,
             free_space: Arc::default(),
             health: Arc::default(),
+            multipart: Some(Multipart { store: s3, prefix }),
         })
     }
 
     /// A store given as it is (tests use one that fails on demand); written through its
     /// multipart API, as an S3 bucket is.
     pub fn with_store(store: Arc<dyn ObjectStore>) -> Self {
-        Self { store, part_size: 256 * 1024, local_root: None, free_space: Arc::default(), health: Arc::default() }
+        Self {
+            store,
+            part_size: 256 * 1024,
+            local_root: None,
+            free_space: Arc::default(),
+            health: Arc::default(),
+            multipart: None,
+        }
     }
 
     fn local(dir: std::path::PathBuf) -> anyhow::Result<Self> {
@@ -179,6 +219,7 @@ impl BlobStore {
             local_root: Some(dir),
             free_space: Arc::default(),
             health: Arc::default(),
+            multipart: None,
         })
     }
 
@@ -231,12 +272,48 @@ impl BlobStore {
         result
     }
 
-    pub async fn writer(&self, key: BlobKey) -> object_store::Result<BlobWriter> {
+    /// Where a new upload's bytes go until its row commits, and how. In an S3 bucket: its final
+    /// key, as a multipart upload completed when the bytes are all there (the row, committed
+    /// later, is what makes it a photo; `staged_uploads` records it meanwhile). Elsewhere: a
+    /// temporary key, moved to the final one after the commit (a rename on disk).
+    pub async fn begin_upload(&self, event_id: Uuid, upload_id: Uuid) -> object_store::Result<BlobWriter> {
+        if let Some(multipart) = &self.multipart {
+            let key = BlobKey::Original { event_id, upload_id };
+            let writer = S3Writer::begin(Arc::clone(&multipart.store), multipart.path(key), self.part_size).await?;
+            return Ok(BlobWriter { key, to: To::S3(writer) });
+        }
+        let key = BlobKey::Temp(upload_id);
         if let Some(root) = &self.local_root {
-            return Ok(BlobWriter::Local(LocalWriter::new(root.join(key.path().as_ref()))));
+            return Ok(BlobWriter { key, to: To::Local(LocalWriter::new(root.join(key.path().as_ref()))) });
         }
         let upload = self.store.put_multipart(&key.path()).await?;
-        Ok(BlobWriter::Store(WriteMultipart::new_with_chunk_size(upload, self.part_size)))
+        Ok(BlobWriter { key, to: To::Store(WriteMultipart::new_with_chunk_size(upload, self.part_size)) })
+    }
+
+    /// Removes what an upload that will never commit left: its blob and, on S3, its
+    /// multipart upload (aborted by id; one already completed or aborted is fine), and on a
+    /// local disk its half-written staging file. Repeatable.
+    pub async fn abandon(&self, key: BlobKey, multipart_id: Option<&str>) -> object_store::Result<()> {
+        if let (Some(multipart), Some(id)) = (&self.multipart, multipart_id) {
+            match multipart.store.abort_multipart(&multipart.path(key), &id.to_owned()).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                // S3 answers NoSuchUpload for an upload already completed or aborted; other
+                // S3-compatible servers answer that differently. The blob is deleted below
+                // either way; an upload that really stayed open is caught by the bucket's
+                // lifecycle rule.
+                Err(e) => tracing::debug!(error = %e, ?key, "aborting a multipart upload"),
+            }
+        }
+        if let Some(root) = &self.local_root {
+            let mut staging = root.join(key.path().as_ref()).into_os_string();
+            staging.push("#upload");
+            if let Err(e) = tokio::fs::remove_file(&staging).await
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(local_error(e));
+            }
+        }
+        self.delete(key).await
     }
 
     /// Writes a small blob in one piece (derivatives), replacing what was there.
@@ -343,18 +420,39 @@ impl BlobStore {
     }
 }
 
-/// Streams one blob into the store: into a local directory directly (`LocalWriter`), into
-/// any other store as a multipart upload with a bounded number of parts in flight.
-pub enum BlobWriter {
+/// Streams one upload into the store: into a local directory directly (`LocalWriter`), into an
+/// S3 bucket as a multipart upload at the final key (`S3Writer`), into any other store as a
+/// multipart upload with a bounded number of parts in flight.
+pub struct BlobWriter {
+    key: BlobKey,
+    to: To,
+}
+
+enum To {
     Local(LocalWriter),
+    S3(S3Writer),
     Store(WriteMultipart),
 }
 
 impl BlobWriter {
+    /// Where the blob will be once finished.
+    pub fn key(&self) -> BlobKey {
+        self.key
+    }
+
+    /// The store's id of the multipart upload, where it tells one.
+    pub fn multipart_id(&self) -> Option<&str> {
+        match &self.to {
+            To::S3(s3) => Some(s3.multipart_id()),
+            To::Local(_) | To::Store(_) => None,
+        }
+    }
+
     pub async fn write(&mut self, chunk: Bytes) -> object_store::Result<()> {
-        match self {
-            BlobWriter::Local(local) => local.write(chunk).await.map_err(local_error),
-            BlobWriter::Store(multipart) => {
+        match &mut self.to {
+            To::Local(local) => local.write(chunk).await.map_err(local_error),
+            To::S3(s3) => s3.write(chunk).await,
+            To::Store(multipart) => {
                 multipart.wait_for_capacity(2).await?;
                 multipart.write(&chunk);
                 Ok(())
@@ -363,16 +461,18 @@ impl BlobWriter {
     }
 
     pub async fn finish(self) -> object_store::Result<()> {
-        match self {
-            BlobWriter::Local(local) => local.finish().await.map_err(local_error),
-            BlobWriter::Store(multipart) => multipart.finish().await.map(|_| ()),
+        match self.to {
+            To::Local(local) => local.finish().await.map_err(local_error),
+            To::S3(s3) => s3.finish().await,
+            To::Store(multipart) => multipart.finish().await.map(|_| ()),
         }
     }
 
     pub async fn abort(self) -> object_store::Result<()> {
-        match self {
-            BlobWriter::Local(local) => local.abort().await.map_err(local_error),
-            BlobWriter::Store(multipart) => multipart.abort().await,
+        match self.to {
+            To::Local(local) => local.abort().await.map_err(local_error),
+            To::S3(s3) => s3.abort().await,
+            To::Store(multipart) => multipart.abort().await,
         }
     }
 }
@@ -393,46 +493,4 @@ fn available_bytes(dir: &std::path::Path) -> std::io::Result<u64> {
 
 fn local_error(e: std::io::Error) -> object_store::Error {
     object_store::Error::Generic { store: "local", source: Box::new(e) }
-}
-
-/// Deletes a temporary blob when dropped, unless disarmed once its upload committed and
-/// the blob was moved. Covers every way out of a request: a refusal, an error, a client
-/// that went away mid-upload (the handler future is dropped).
-pub struct TempBlobGuard {
-    blobs: BlobStore,
-    key: Option<BlobKey>,
-}
-
-impl TempBlobGuard {
-    pub fn new(blobs: BlobStore, key: BlobKey) -> Self {
-        Self { blobs, key: Some(key) }
-    }
-
-    pub fn disarm(&mut self) {
-        self.key = None;
-    }
-
-    /// Deletes the blob now, and waits for it.
-    pub async fn delete_now(mut self) {
-        if let Some(key) = self.key.take()
-            && let Err(e) = self.blobs.delete(key).await
-        {
-            tracing::warn!(error = %e, ?key, "could not delete a temporary blob; the start-up sweep will");
-        }
-    }
-}
-
-impl Drop for TempBlobGuard {
-    fn drop(&mut self) {
-        if let Some(key) = self.key.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let blobs = self.blobs.clone();
-            runtime.spawn(async move {
-                if let Err(e) = blobs.delete(key).await {
-                    tracing::warn!(error = %e, ?key, "could not delete a temporary blob; the start-up sweep will");
-                }
-            });
-        }
-    }
 }

@@ -52,21 +52,22 @@ pub struct BlobJob {
 }
 
 impl Tx {
-    /// Queues `kind` for the upload, claimed by the caller until `lease_until`. A job of that
-    /// kind still pending is claimed anew: the caller will do the whole of it.
+    /// Queues `kind` for the upload, claimed by the caller (instance `by`) until `lease_until`.
+    /// A job of that kind still pending is claimed anew: the caller will do the whole of it.
     pub async fn queue_blob_job(
         &mut self,
         kind: BlobJobKind,
         event_id: Uuid,
         upload_id: Uuid,
-        lease_until: DateTime<Utc>,
+        (by, lease_until): (Uuid, DateTime<Utc>),
     ) -> sqlx::Result<BlobJob> {
         let claim = Uuid::new_v4();
         let attempts: i32 = on_tx!(self, tx => sqlx::query_scalar(
-            "INSERT INTO blob_jobs (upload_id, kind, event_id, attempts, run_after, claim, created_at)
-             VALUES ($1, $2, $3, 1, $4, $5, $6)
+            "INSERT INTO blob_jobs (upload_id, kind, event_id, attempts, run_after, claim, claimed_by, created_at)
+             VALUES ($1, $2, $3, 1, $4, $5, $7, $6)
              ON CONFLICT (upload_id, kind)
-             DO UPDATE SET claim = excluded.claim, run_after = excluded.run_after, attempts = blob_jobs.attempts + 1
+             DO UPDATE SET claim = excluded.claim, claimed_by = excluded.claimed_by,
+                           run_after = excluded.run_after, attempts = blob_jobs.attempts + 1
              RETURNING attempts",
         )
         .bind(upload_id)
@@ -75,6 +76,7 @@ impl Tx {
         .bind(lease_until)
         .bind(claim)
         .bind(Utc::now())
+        .bind(by)
         .fetch_one(&mut **tx)
         .await)?;
         Ok(BlobJob { kind, event_id, upload_id, attempts, claim })
@@ -84,13 +86,13 @@ impl Tx {
 impl Db {
     /// Claims the oldest due job, if any, until `lease_until`. On PostgreSQL, rows another
     /// instance is claiming right now are skipped, not waited for.
-    pub async fn claim_blob_job(&self, lease_until: DateTime<Utc>) -> sqlx::Result<Option<BlobJob>> {
+    pub async fn claim_blob_job(&self, (by, lease_until): (Uuid, DateTime<Utc>)) -> sqlx::Result<Option<BlobJob>> {
         let claim = Uuid::new_v4();
         let now = Utc::now();
         macro_rules! claim {
             ($pool:expr, $lock:literal) => {
                 sqlx::query_as(concat!(
-                    "UPDATE blob_jobs SET claim = $1, run_after = $2, attempts = attempts + 1
+                    "UPDATE blob_jobs SET claim = $1, claimed_by = $4, run_after = $2, attempts = attempts + 1
                      WHERE (upload_id, kind) = (SELECT upload_id, kind FROM blob_jobs WHERE run_after <= $3
                                                 ORDER BY run_after LIMIT 1 ",
                     $lock,
@@ -99,6 +101,7 @@ impl Db {
                 .bind(claim)
                 .bind(lease_until)
                 .bind(now)
+                .bind(by)
                 .fetch_optional($pool)
                 .await?
             };
@@ -130,7 +133,7 @@ impl Db {
     /// lost meanwhile.
     pub async fn retry_blob_job(&self, job: &BlobJob, run_after: DateTime<Utc>, error: &str) -> sqlx::Result<()> {
         on_db!(self, pool => sqlx::query(
-            "UPDATE blob_jobs SET claim = NULL, run_after = $4, last_error = $5
+            "UPDATE blob_jobs SET claim = NULL, claimed_by = NULL, run_after = $4, last_error = $5
              WHERE upload_id = $1 AND kind = $2 AND claim = $3",
         )
         .bind(job.upload_id)

@@ -72,7 +72,10 @@ impl Tx {
 impl Db {
     /// Claims the oldest due job, if any, until `lease_until`. On PostgreSQL, rows another
     /// instance is claiming right now are skipped, not waited for.
-    pub async fn claim_derivative_job(&self, lease_until: DateTime<Utc>) -> sqlx::Result<Option<ClaimedJob>> {
+    pub async fn claim_derivative_job(
+        &self,
+        (by, lease_until): (Uuid, DateTime<Utc>),
+    ) -> sqlx::Result<Option<ClaimedJob>> {
         let claim = Uuid::new_v4();
         let now = Utc::now();
         // SQLite has no row locks and needs none: one statement is one atomic write, and there
@@ -80,7 +83,7 @@ impl Db {
         macro_rules! claim {
             ($pool:expr, $lock:literal) => {
                 sqlx::query_as(concat!(
-                    "UPDATE derivative_jobs SET claim = $1, run_after = $2, attempts = attempts + 1
+                    "UPDATE derivative_jobs SET claim = $1, claimed_by = $4, run_after = $2, attempts = attempts + 1
                      WHERE upload_id = (SELECT upload_id FROM derivative_jobs WHERE run_after <= $3
                                         ORDER BY run_after LIMIT 1 ",
                     $lock,
@@ -89,6 +92,7 @@ impl Db {
                 .bind(claim)
                 .bind(lease_until)
                 .bind(now)
+                .bind(by)
                 .fetch_optional($pool)
                 .await?
             };
@@ -109,7 +113,8 @@ impl Db {
         error: &str,
     ) -> sqlx::Result<()> {
         on_db!(self, pool => sqlx::query(
-            "UPDATE derivative_jobs SET claim = NULL, run_after = $3, last_error = $4 WHERE upload_id = $1 AND claim = $2",
+            "UPDATE derivative_jobs SET claim = NULL, claimed_by = NULL, run_after = $3, last_error = $4
+             WHERE upload_id = $1 AND claim = $2",
         )
         .bind(job.upload_id)
         .bind(job.claim)

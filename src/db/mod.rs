@@ -13,6 +13,7 @@ pub mod derivatives;
 pub mod events;
 pub mod guests;
 pub mod idempotency;
+pub mod instances;
 pub mod likes;
 pub mod live;
 pub mod uploads;

@@ -11,6 +11,7 @@ use crate::http::client_addr::TrustedProxies;
 use crate::ingest::Ingest;
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::jobs::derivatives::DerivativeQueue;
+use crate::jobs::instances::Instance;
 use crate::live::LiveHub;
 use crate::settings::Settings;
 use crate::throttle::Throttle;
@@ -31,4 +32,6 @@ pub struct AppState {
     pub blob_jobs: BlobJobs,
     pub live: Arc<LiveHub>,
     pub ingest: Arc<Ingest>,
+    /// This instance among those sharing the database: its heartbeat, its clean-ups.
+    pub instance: Instance,
 }

@@ -26,7 +26,6 @@ use crate::domain::{ClientUploadId, UploadStatus};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 use crate::ingest::Ingested;
-use crate::jobs::blob_jobs::BlobJobs;
 
 pub fn routes(keyed: &Keyed) -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -333,7 +332,7 @@ async fn delete_upload(
     };
     tx.refund_quota(guest_id, bytes).await?;
     tx.append_live(row.event_id, LiveKind::Removed, id).await?;
-    let remove = tx.queue_blob_job(BlobJobKind::Delete, row.event_id, id, BlobJobs::lease_until()).await?;
+    let remove = tx.queue_blob_job(BlobJobKind::Delete, row.event_id, id, state.blob_jobs.claim()).await?;
     let response = tx.commit(StatusCode::NO_CONTENT.into_response()).await?;
     state.live.poke();
     state.blob_jobs.run(remove).await;

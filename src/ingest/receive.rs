@@ -1,17 +1,18 @@
-//! Step 3: a new file streams to a temporary blob, hashed, counted and sniffed as it goes;
+//! Step 3: a new file streams to the store (recorded as staged), hashed, counted and sniffed as it goes;
 //! refused early when it outgrows the size limit, the guest's quota or the event's storage.
 
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::{File, IngestError, Stop, Upload, UploadParts};
-use crate::blobs::{BlobKey, BlobWriter, TempBlobGuard};
+use super::staged::Staged;
+use crate::blobs::BlobWriter;
 use crate::media::{Sniffed, Sniffer};
 
-/// A file part streamed to a temporary blob.
+/// A file part streamed to the store, not committed yet.
 pub(super) struct Received {
     pub upload_id: Uuid,
-    pub guard: TempBlobGuard,
+    pub guard: Staged,
     pub sniffed: Sniffed,
     pub sha256: String,
     pub bytes: u64,
@@ -32,9 +33,8 @@ impl Upload {
         let event_remaining = (self.guest.event_storage_cap_bytes - self.guest.event_used_bytes).max(0) as u64;
         let remaining = guest_remaining.min(event_remaining);
         let upload_id = Uuid::now_v7();
-        let key = BlobKey::Temp(upload_id);
         // Opened with the first byte: an empty file never reaches the store.
-        let mut blob: Option<(BlobWriter, TempBlobGuard)> = None;
+        let mut blob: Option<(BlobWriter, Staged)> = None;
         let mut sniffer = Sniffer::default();
         let mut hasher = Sha256::new();
         let mut bytes: u64 = 0;
@@ -59,9 +59,9 @@ impl Upload {
             hasher.update(&chunk);
             let writer = match &mut blob {
                 Some((writer, _)) => writer,
-                None => match ingest.blobs.writer(key).await {
-                    Ok(writer) => &mut blob.insert((writer, TempBlobGuard::new(ingest.blobs.clone(), key))).0,
-                    Err(e) => break Some(Stop::Refused(e.into())),
+                None => match self.begin_blob(upload_id).await {
+                    Ok(begun) => &mut blob.insert(begun).0,
+                    Err(e) => break Some(Stop::Refused(e)),
                 },
             };
             if let Err(e) = writer.write(chunk).await {
@@ -71,7 +71,7 @@ impl Upload {
         if let Some(stop) = stop {
             if let Some((writer, guard)) = blob {
                 if let Err(e) = writer.abort().await {
-                    tracing::debug!(error = %e, "aborting a refused temporary blob");
+                    tracing::debug!(error = %e, "aborting a refused upload's blob");
                 }
                 guard.delete_now().await;
             }
@@ -97,5 +97,12 @@ impl Upload {
             sha256: hex::encode(hasher.finalize()),
             bytes,
         }))
+    }
+
+    /// Begins the upload's blob and records it as staged, before its first byte is stored.
+    async fn begin_blob(&self, upload_id: Uuid) -> Result<(BlobWriter, Staged), IngestError> {
+        let ingest = &self.ingest;
+        let writer = ingest.blobs.begin_upload(self.guest.event_id, upload_id).await?;
+        Ok(Staged::record(&ingest.db, &ingest.blobs, ingest.instance, upload_id, writer).await?)
     }
 }

@@ -12,7 +12,6 @@ use crate::db::blob_jobs::{BlobJob, BlobJobKind};
 use crate::db::guests::GuestRow;
 use crate::db::uploads::{NewUpload, UploadRow};
 use crate::domain::{Caption, ClientUploadId, UploadStatus};
-use crate::jobs::blob_jobs::BlobJobs;
 use crate::media::{self, ProbeError};
 
 /// Headers cannot grow the probe's window past this much of a file.
@@ -66,8 +65,15 @@ impl Upload {
             return Err(ingest.quota_exceeded(&self.guest).await);
         }
         tx.queue_derivatives(id).await?;
-        let finalize =
-            tx.queue_blob_job(BlobJobKind::Finalize, self.guest.event_id, id, BlobJobs::lease_until()).await?;
+        tx.unstage_upload(id).await?;
+        // Written to a temporary key: moved to the final one after the commit. Written straight
+        // to the final key (S3): nothing to move.
+        let finalize = match received.guard.key {
+            BlobKey::Temp(_) => Some(
+                tx.queue_blob_job(BlobJobKind::Finalize, self.guest.event_id, id, ingest.blob_jobs.claim()).await?,
+            ),
+            _ => None,
+        };
         // Last before the commit: every upload of the event waits for this row's lock.
         if !tx.charge_event_storage(self.guest.event_id, new.bytes).await? {
             tx.rollback().await?;
@@ -88,8 +94,10 @@ impl Ingest {
     /// Step 6, after the commit: the temporary blob moves to its final key — a blob job
     /// written in the upload's own transaction, done now or, when the store fails or the
     /// process dies first, by a worker later — and the derivative workers wake.
-    async fn finalize(&self, job: BlobJob) {
-        self.blob_jobs.run(job).await;
+    async fn finalize(&self, job: Option<BlobJob>) {
+        if let Some(job) = job {
+            self.blob_jobs.run(job).await;
+        }
         self.derivatives.wake();
     }
 
@@ -106,7 +114,7 @@ impl Ingest {
                 Ok(probe) => return Ok(probe),
                 Err(ProbeError::NeedMore(want)) if want > returned_head.len() && want <= MAX_PROBE_BYTES => {
                     let range = 0..want as u64;
-                    head = self.blobs.get_range(BlobKey::Temp(received.upload_id), range).await?.to_vec();
+                    head = self.blobs.get_range(received.guard.key, range).await?.to_vec();
                 }
                 Err(ProbeError::NeedMore(_)) => {
                     return Err(IngestError::UnsupportedMediaType("the image header is too large to read".into()));

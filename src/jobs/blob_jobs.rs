@@ -12,6 +12,8 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use crate::blobs::{BlobKey, BlobStore};
 use crate::db::Db;
@@ -29,16 +31,21 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5 * 60);
 pub struct BlobJobs {
     db: Db,
     blobs: BlobStore,
+    /// The instance these jobs run on: its claims are given back when it stops or dies.
+    instance: Uuid,
+    /// Once cancelled, the workers claim nothing more.
+    stopping: CancellationToken,
 }
 
 impl BlobJobs {
-    pub fn new(db: Db, blobs: BlobStore) -> Self {
-        Self { db, blobs }
+    pub fn new(db: Db, blobs: BlobStore, instance: Uuid, stopping: CancellationToken) -> Self {
+        Self { db, blobs, instance, stopping }
     }
 
-    /// When a job queued now should be taken over, should its writer not run it.
-    pub fn lease_until() -> chrono::DateTime<Utc> {
-        Utc::now() + LEASE
+    /// A claim by this instance on a job queued or claimed now: who holds it, and until when
+    /// another may take it over should this instance neither finish nor hand it back.
+    pub fn claim(&self) -> (Uuid, chrono::DateTime<Utc>) {
+        (self.instance, Utc::now() + LEASE)
     }
 
     /// Runs a claimed job and ends it: done, or given back to be tried again later. Never
@@ -64,6 +71,7 @@ impl BlobJobs {
     async fn work(&self, job: &BlobJob) -> object_store::Result<()> {
         let (event_id, upload_id) = (job.event_id, job.upload_id);
         match job.kind {
+            // An upload written straight to its final key (S3) has nothing to move.
             BlobJobKind::Finalize => {
                 match self.blobs.rename(BlobKey::Temp(upload_id), BlobKey::Original { event_id, upload_id }).await {
                     // Moved already (by an earlier try, or the upload's delete took it).
@@ -96,10 +104,15 @@ impl BlobJobs {
     }
 
     async fn work_loop(&self) {
-        while !self.db.is_closed() {
-            match self.db.claim_blob_job(Self::lease_until()).await {
+        while !self.db.is_closed() && !self.stopping.is_cancelled() {
+            match self.db.claim_blob_job(self.claim()).await {
                 Ok(Some(job)) => self.run(job).await,
-                Ok(None) => tokio::time::sleep(POLL).await,
+                Ok(None) => {
+                    tokio::select! {
+                        () = self.stopping.cancelled() => {}
+                        () = tokio::time::sleep(POLL) => {}
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "could not claim a blob job");
                     tokio::time::sleep(POLL).await;

@@ -14,6 +14,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::Utc;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use crate::blobs::{BlobKey, BlobStore};
 use crate::blocking::Blocking;
@@ -82,6 +84,10 @@ pub struct DerivativeWorkers {
     pub live: Arc<LiveHub>,
     pub blob_jobs: BlobJobs,
     pub max_image_pixels: u64,
+    /// The instance the workers run on: named with each claim.
+    pub instance: Uuid,
+    /// Once cancelled (the instance is stopping), the workers claim nothing more.
+    pub stopping: CancellationToken,
 }
 
 impl DerivativeWorkers {
@@ -96,13 +102,14 @@ impl DerivativeWorkers {
 
     async fn work(&self) {
         let queue = &self.queue;
-        while !self.db.is_closed() {
+        while !self.db.is_closed() && !self.stopping.is_cancelled() {
             let lease_until = Utc::now() + queue.lease;
-            match self.db.claim_derivative_job(lease_until).await {
+            match self.db.claim_derivative_job((self.instance, lease_until)).await {
                 Ok(Some(job)) => self.run(job).await,
                 Ok(None) => {
                     tokio::select! {
                         () = queue.wake.notified() => {}
+                        () = self.stopping.cancelled() => {}
                         () = tokio::time::sleep(POLL) => {}
                     }
                 }
@@ -187,7 +194,7 @@ impl DerivativeWorkers {
                     BlobJobKind::DeleteDerivatives,
                     upload.event_id,
                     job.upload_id,
-                    BlobJobs::lease_until(),
+                    self.blob_jobs.claim(),
                 )
                 .await?,
             ),

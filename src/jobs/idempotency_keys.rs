@@ -6,14 +6,15 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use chrono::Utc;
+use uuid::Uuid;
 
 use crate::db::Db;
 use crate::idempotency::Metrics;
 
 const EVERY: Duration = Duration::from_secs(10 * 60);
 
-pub fn spawn_sweep(db: Db, metrics: Arc<Metrics>, retention_s: u64) {
-    super::every(db.clone(), EVERY, "idempotency key sweep", move || {
+pub fn spawn_sweep(db: Db, metrics: Arc<Metrics>, retention_s: u64, instance: Uuid) {
+    super::every(db.clone(), Some(instance), EVERY, "idempotency key sweep", move || {
         let (db, metrics) = (db.clone(), Arc::clone(&metrics));
         async move { sweep(&db, &metrics, retention_s).await.map(|_| ()) }
     });

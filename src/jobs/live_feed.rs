@@ -3,13 +3,14 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use uuid::Uuid;
 
 use crate::db::Db;
 
 const EVERY: Duration = Duration::from_secs(10 * 60);
 
-pub fn spawn_sweep(db: Db) {
-    super::every(db.clone(), EVERY, "live feed sweep", move || {
+pub fn spawn_sweep(db: Db, instance: Uuid) {
+    super::every(db.clone(), Some(instance), EVERY, "live feed sweep", move || {
         let db = db.clone();
         async move {
             let retention = chrono::Duration::from_std(crate::live::RETENTION)?;

@@ -22,8 +22,8 @@ const MIN_AGE: Duration = Duration::from_secs(15 * 60);
 
 /// Sweeps at start and then every `MIN_AGE`: after a quick restart (seconds, as a service
 /// manager does it) a crashed upload's blobs are still too young, and the next round gets them.
-pub fn spawn_sweep(db: Db, blobs: BlobStore) {
-    super::every(db.clone(), MIN_AGE, "orphan sweep", move || {
+pub fn spawn_sweep(db: Db, blobs: BlobStore, instance: Uuid) {
+    super::every(db.clone(), Some(instance), MIN_AGE, "orphan sweep", move || {
         let (db, blobs) = (db.clone(), blobs.clone());
         async move {
             let (finalized, deleted) = sweep(&db, &blobs, MIN_AGE).await?;
