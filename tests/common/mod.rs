@@ -444,7 +444,7 @@ impl TestApp {
         .expect("used_bytes")
     }
 
-    async fn scalar(&self, sql: &'static str) -> i64 {
+    pub async fn scalar(&self, sql: &'static str) -> i64 {
         match &self.db {
             Db::Sqlite(p) => sqlx::query_scalar(sql).fetch_one(p).await,
             Db::Postgres(p) => sqlx::query_scalar(sql).fetch_one(p).await,
