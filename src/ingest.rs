@@ -150,8 +150,8 @@ enum File {
     NotSeen,
     /// The key names a stored upload: the bytes were skipped.
     Skipped,
-    /// Streamed to a temporary blob, waiting for the commit.
-    Stored(Received),
+    /// Streamed to the store, waiting for the commit.
+    Stored(Box<Received>),
     /// Not stored, for this reason; told once the parts ended.
     Refused(IngestError),
 }
@@ -263,7 +263,7 @@ impl Upload {
         match file {
             // The rest runs as its own task: once the row may commit, a client that hangs up
             // must not cancel the work halfway (its blob would be deleted under a committed row).
-            File::Stored(received) => tokio::spawn(async move { self.store(received).await })
+            File::Stored(received) => tokio::spawn(async move { self.store(*received).await })
                 .await
                 .map_err(|e| anyhow::anyhow!("storing an upload panicked: {e}"))?,
             File::Refused(refusal) => Err(refusal),

@@ -115,7 +115,7 @@ pub struct BlobStore {
     /// The last reading of the local disk's free space, and when it was taken.
     free_space: Arc<Mutex<Option<(Instant, u64)>>>,
     /// The last answer of `check`, and when it came, for readiness.
-    health: Arc<Mutex<Option<(Instant, Result<(), String>)>>>,
+    health: Arc<Mutex<Option<(Instant, Health)>>>,
     /// An S3 bucket's multipart API and the key prefix: uploads are written straight to
     /// their final key as multipart uploads whose id is known.
     multipart: Option<Multipart>,
@@ -145,6 +145,9 @@ impl Multipart {
 /// How long a reading of the free space is trusted: `statvfs` is cheap, but not free for every
 /// upload of a busy event, and the disk does not fill in two seconds at the rates seen here.
 const FREE_SPACE_FRESH_FOR: Duration = Duration::from_secs(2);
+/// The store's last answer to `check`: why it failed, if it did.
+type Health = Result<(), String>;
+
 /// How long readiness trusts the store's last answer: a load balancer asking every second
 /// costs the store one request every few seconds per instance.
 const HEALTH_FRESH_FOR: Duration = Duration::from_secs(5);

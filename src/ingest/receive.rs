@@ -90,13 +90,13 @@ impl Upload {
             return Ok(File::Refused(IngestError::UnsupportedMediaType("the file is empty".into())));
         };
         writer.finish().await.map_err(IngestError::from)?;
-        Ok(File::Stored(Received {
+        Ok(File::Stored(Box::new(Received {
             upload_id,
             guard,
             sniffed: sniffer.finish(),
             sha256: hex::encode(hasher.finalize()),
             bytes,
-        }))
+        })))
     }
 
     /// Begins the upload's blob and records it as staged, before its first byte is stored.
