@@ -553,7 +553,7 @@ async fn batch(args: &Args, cluster: &mut Cluster, body: &Bytes, restart: bool) 
     let answered = Arc::new(AtomicUsize::new(0));
     let began = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
-    for token in tokens.iter().cloned() {
+    for token in tokens {
         let (client, url, body, next, answered) =
             (client.clone(), url.clone(), body.clone(), next.clone(), answered.clone());
         workers.spawn(async move {
