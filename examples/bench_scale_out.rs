@@ -385,9 +385,14 @@ async fn crash(args: &Args, s3: &S3Fs, cluster: &mut Cluster, body: &Bytes) -> R
     let client = tls_client(REQUEST_TIMEOUT)?;
     let event = api::create_event(&client, &lb, Some(1 << 50)).await?;
     let url = format!("{lb}/api/v1/events/{}/uploads", event.slug);
-    let mut senders = tokio::task::JoinSet::new();
+    // Guests first, then all uploads at once: round robin then sends half of them to each
+    // instance (joins interleaved with uploads would all land on one, the uploads on the other).
+    let mut tokens = Vec::new();
     for i in 0..8 {
-        let token = api::join(&client, &lb, &event.slug, &event.join_token, &format!("Slow {i}")).await?.token;
+        tokens.push(api::join(&client, &lb, &event.slug, &event.join_token, &format!("Slow {i}")).await?.token);
+    }
+    let mut senders = tokio::task::JoinSet::new();
+    for token in tokens {
         let (client, url, body) = (client.clone(), url.clone(), body.clone());
         // ~77 chunks 40 ms apart: about 3 s per body.
         senders.spawn(async move {
@@ -548,7 +553,7 @@ async fn batch(args: &Args, cluster: &mut Cluster, body: &Bytes, restart: bool) 
     let answered = Arc::new(AtomicUsize::new(0));
     let began = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
-    for token in tokens.iter().cloned() {
+    for token in tokens {
         let (client, url, body, next, answered) =
             (client.clone(), url.clone(), body.clone(), next.clone(), answered.clone());
         workers.spawn(async move {
