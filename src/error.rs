@@ -396,12 +396,13 @@ impl IntoResponse for ApiError {
         // A 5xx keeps its cause in the log; only running out of disk is something the guest
         // should read as it is, and which part of the server is not ready (never why: that
         // is in the log) something a load balancer's operator should.
-        let detail = if status.is_server_error() && !matches!(self, ApiError::InsufficientStorage | ApiError::NotReady(_)) {
-            tracing::error!(error = ?self, "request failed");
-            "The server could not complete this request. It has been logged.".to_owned()
-        } else {
-            self.to_string()
-        };
+        let detail =
+            if status.is_server_error() && !matches!(self, ApiError::InsufficientStorage | ApiError::NotReady(_)) {
+                tracing::error!(error = ?self, "request failed");
+                "The server could not complete this request. It has been logged.".to_owned()
+            } else {
+                self.to_string()
+            };
         let code = self.code();
         let mut body = Problem {
             kind: format!("https://confetti.invalid/problems/{}", code.as_str()),

@@ -22,8 +22,8 @@ use confetti::domain::{Caption, ClientUploadId, EventName, FileName, OrganiserPa
 use confetti::events::{NewEvent, create_event};
 use confetti::ingest::{Ingest, IngestError, IngestLimits, Ingested, Part, PartsError, UploadParts};
 use confetti::jobs::blob_jobs::BlobJobs;
-use confetti::jobs::instances::Instance;
 use confetti::jobs::derivatives::DerivativeQueue;
+use confetti::jobs::instances::Instance;
 use uuid::Uuid;
 
 every_store!(

@@ -18,10 +18,8 @@ use reqwest::StatusCode;
 async fn start_error(blobs: BlobStore) -> Option<String> {
     let data_dir = tempfile::tempdir().expect("temp dir");
     let database = fresh_postgres_database().await;
-    let settings = Settings {
-        database_url: Some(database.to_string()),
-        ..Settings::new(data_dir.path(), "http://127.0.0.1:9")
-    };
+    let settings =
+        Settings { database_url: Some(database.to_string()), ..Settings::new(data_dir.path(), "http://127.0.0.1:9") };
     match AppState::open_with(settings, ADMIN_TOKEN.to_owned(), blobs).await {
         Ok(state) => {
             state.db.close().await;

@@ -73,9 +73,8 @@ impl Db {
         let now = Utc::now();
         let mut released = 0;
         for table in ["derivative_jobs", "blob_jobs"] {
-            let statement = format!(
-                "UPDATE {table} SET claim = NULL, claimed_by = NULL, run_after = $2 WHERE claimed_by = $1"
-            );
+            let statement =
+                format!("UPDATE {table} SET claim = NULL, claimed_by = NULL, run_after = $2 WHERE claimed_by = $1");
             released += on_db!(self, pool => sqlx::query(sqlx::AssertSqlSafe(statement))
                 .bind(instance)
                 .bind(now)

@@ -4,8 +4,8 @@
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::{File, IngestError, Stop, Upload, UploadParts};
 use super::staged::Staged;
+use super::{File, IngestError, Stop, Upload, UploadParts};
 use crate::blobs::BlobWriter;
 use crate::media::{Sniffed, Sniffer};
 

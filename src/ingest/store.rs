@@ -69,9 +69,9 @@ impl Upload {
         // Written to a temporary key: moved to the final one after the commit. Written straight
         // to the final key (S3): nothing to move.
         let finalize = match received.guard.key {
-            BlobKey::Temp(_) => Some(
-                tx.queue_blob_job(BlobJobKind::Finalize, self.guest.event_id, id, ingest.blob_jobs.claim()).await?,
-            ),
+            BlobKey::Temp(_) => {
+                Some(tx.queue_blob_job(BlobJobKind::Finalize, self.guest.event_id, id, ingest.blob_jobs.claim()).await?)
+            }
             _ => None,
         };
         // Last before the commit: every upload of the event waits for this row's lock.
