@@ -219,6 +219,19 @@ async fn behind_haproxy_a_burst_of_retried_uploads_survives_an_instance_killed_m
     let in_flight_at_kill = cluster.s3.open_multipart_uploads();
     cluster.instances[0].kill9();
     let killed_at = Instant::now();
+    // The multipart uploads the instances had recorded when it died. One whose creation was
+    // in flight at the kill (the store made it, the process never learnt its id) is named by
+    // no record: only the bucket's lifecycle rule can abort it, since s3s-fs, like other
+    // S3-compatible servers, cannot list open uploads.
+    let recorded: Vec<String> = {
+        let pg = cluster.pg().await;
+        let ids = sqlx::query_scalar("SELECT multipart_id FROM staged_uploads WHERE multipart_id IS NOT NULL")
+            .fetch_all(&pg)
+            .await
+            .expect("recorded multipart uploads");
+        pg.close().await;
+        ids
+    };
     // When haproxy's health check takes it out, watched while the burst goes on.
     let taken_out = {
         let (socket, name) = (cluster.haproxy.admin_socket.clone(), cluster.instances[0].name);
@@ -342,27 +355,50 @@ async fn behind_haproxy_a_burst_of_retried_uploads_survives_an_instance_killed_m
     cluster.haproxy.wait_for_state(cluster.instances[0].name, true, Duration::from_secs(30)).await;
     eprintln!("{} is back in rotation", cluster.instances[0].name);
     let limit = Duration::from_secs(120);
+    let pg = cluster.pg().await;
     loop {
-        let (temporary, open) = (cluster.temporary_blobs(), cluster.s3.open_multipart_uploads());
-        if temporary.is_empty() && open == 0 {
+        let (temporary, open) = (cluster.temporary_blobs(), open_multipart_ids(cluster.s3.root()));
+        let recorded_open = open.iter().filter(|id| recorded.contains(id)).count();
+        let staged: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM staged_uploads").fetch_one(&pg).await.expect("staged");
+        if temporary.is_empty() && recorded_open == 0 && staged == 0 {
             eprintln!(
-                "the temporary area was clean {:.1} s after the restart ({:.1} s after the kill)",
+                "the temporary area was clean {:.1} s after the restart ({:.1} s after the kill): \
+                 none of the {} recorded multipart uploads is open; {} open that no record names (created while the kill landed)",
                 restarted_at.elapsed().as_secs_f64(),
-                killed_at.elapsed().as_secs_f64()
+                killed_at.elapsed().as_secs_f64(),
+                recorded.len(),
+                open.len()
             );
             break;
         }
         assert!(
             restarted_at.elapsed() < limit,
-            "{limit:?} after the killed instance restarted, the bucket still holds {} temporary blobs {:?} and \
-             {open} open multipart uploads ({} part files)",
+            "{limit:?} after the killed instance restarted, the bucket still holds {} temporary blobs {:?}, \
+             {recorded_open} recorded multipart uploads open of {} open ({} part files), {staged} staged records",
             temporary.len(),
             temporary
                 .iter()
                 .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into_owned())
                 .collect::<Vec<_>>(),
+            open.len(),
             cluster.s3.open_part_files()
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// The ids of the multipart uploads open in s3s-fs (`.upload-<id>.json` beside the buckets).
+fn open_multipart_ids(root: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    Some(name.strip_prefix(".upload-")?.strip_suffix(".json")?.to_owned())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }

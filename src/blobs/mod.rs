@@ -275,17 +275,24 @@ impl BlobStore {
         result
     }
 
+    /// The key `begin_upload` writes a new upload's bytes to.
+    pub fn upload_key(&self, event_id: Uuid, upload_id: Uuid) -> BlobKey {
+        match self.multipart {
+            Some(_) => BlobKey::Original { event_id, upload_id },
+            None => BlobKey::Temp(upload_id),
+        }
+    }
+
     /// Where a new upload's bytes go until its row commits, and how. In an S3 bucket: its final
     /// key, as a multipart upload completed when the bytes are all there (the row, committed
     /// later, is what makes it a photo; `staged_uploads` records it meanwhile). Elsewhere: a
     /// temporary key, moved to the final one after the commit (a rename on disk).
     pub async fn begin_upload(&self, event_id: Uuid, upload_id: Uuid) -> object_store::Result<BlobWriter> {
+        let key = self.upload_key(event_id, upload_id);
         if let Some(multipart) = &self.multipart {
-            let key = BlobKey::Original { event_id, upload_id };
             let writer = S3Writer::begin(Arc::clone(&multipart.store), multipart.path(key), self.part_size).await?;
             return Ok(BlobWriter { key, to: To::S3(writer) });
         }
-        let key = BlobKey::Temp(upload_id);
         if let Some(root) = &self.local_root {
             return Ok(BlobWriter { key, to: To::Local(LocalWriter::new(root.join(key.path().as_ref()))) });
         }

@@ -2,6 +2,8 @@
 //! claims (`claimed_by`), and leases on work one instance at a time does. Together they let
 //! any instance clean up after one that died, and a stopping one hand back what it holds.
 
+use std::future::Future;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -83,6 +85,50 @@ impl Db {
                 .map(|r| r.rows_affected()))?;
         }
         Ok(released)
+    }
+
+    /// Records `staged` (without a multipart upload id), then runs `begin`, which starts the
+    /// upload in the store and tells its multipart upload id, and writes that id. One connection
+    /// is held throughout: the record exists before the store's upload does, and the id follows
+    /// without waiting for a free connection (a crash in between would leave an upload no
+    /// record names). When `begin` fails the record goes again.
+    pub async fn stage_upload_while<T, E>(
+        &self,
+        staged: &StagedUpload,
+        begin: impl Future<Output = Result<(T, Option<String>), E>>,
+    ) -> sqlx::Result<Result<T, E>> {
+        on_db!(self, pool => {
+            let mut conn = pool.acquire().await?;
+            sqlx::query(
+                "INSERT INTO staged_uploads (upload_id, instance_id, blob_key, multipart_id, started_at)
+                 VALUES ($1, $2, $3, NULL, $4)",
+            )
+            .bind(staged.upload_id)
+            .bind(staged.instance_id)
+            .bind(&staged.blob_key)
+            .bind(staged.started_at)
+            .execute(&mut *conn)
+            .await?;
+            match begin.await {
+                Ok((begun, multipart_id)) => {
+                    if multipart_id.is_some() {
+                        sqlx::query("UPDATE staged_uploads SET multipart_id = $2 WHERE upload_id = $1")
+                            .bind(staged.upload_id)
+                            .bind(multipart_id)
+                            .execute(&mut *conn)
+                            .await?;
+                    }
+                    Ok(Ok(begun))
+                }
+                Err(e) => {
+                    sqlx::query("DELETE FROM staged_uploads WHERE upload_id = $1")
+                        .bind(staged.upload_id)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(Err(e))
+                }
+            }
+        })
     }
 
     pub async fn stage_upload(&self, staged: &StagedUpload) -> sqlx::Result<()> {

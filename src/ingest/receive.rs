@@ -99,10 +99,9 @@ impl Upload {
         })))
     }
 
-    /// Begins the upload's blob and records it as staged, before its first byte is stored.
+    /// Begins the upload's blob, recorded as staged before the store's upload exists.
     async fn begin_blob(&self, upload_id: Uuid) -> Result<(BlobWriter, Staged), IngestError> {
         let ingest = &self.ingest;
-        let writer = ingest.blobs.begin_upload(self.guest.event_id, upload_id).await?;
-        Ok(Staged::record(&ingest.db, &ingest.blobs, ingest.instance, upload_id, writer).await?)
+        Staged::begin(&ingest.db, &ingest.blobs, ingest.instance, self.guest.event_id, upload_id).await
     }
 }

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use crate::blobs::{BlobKey, BlobStore, BlobWriter};
 use crate::db::Db;
 use crate::db::instances::StagedUpload;
+use crate::ingest::IngestError;
 
 pub(super) struct Staged {
     db: Db,
@@ -20,37 +21,31 @@ pub(super) struct Staged {
 }
 
 impl Staged {
-    /// Records the upload `writer` has begun. When the record cannot be written the writer is
-    /// aborted: nothing may be stored that no instance knows of.
-    pub async fn record(
+    /// Begins the upload's blob, recorded before the store's upload exists: another instance
+    /// can always find what this one began, should it die.
+    pub async fn begin(
         db: &Db,
         blobs: &BlobStore,
         instance: Uuid,
+        event_id: Uuid,
         upload_id: Uuid,
-        writer: BlobWriter,
-    ) -> Result<(BlobWriter, Staged), anyhow::Error> {
-        let staged = StagedUpload {
+    ) -> Result<(BlobWriter, Staged), IngestError> {
+        let key = blobs.upload_key(event_id, upload_id);
+        let record = StagedUpload {
             upload_id,
             instance_id: instance,
-            blob_key: writer.key().path().to_string(),
-            multipart_id: writer.multipart_id().map(str::to_owned),
+            blob_key: key.path().to_string(),
+            multipart_id: None,
             started_at: chrono::Utc::now(),
         };
-        if let Err(e) = db.stage_upload(&staged).await {
-            if let Err(abort) = writer.abort().await {
-                tracing::warn!(error = %abort, "could not abort an upload that was not recorded");
-            }
-            return Err(e.into());
-        }
-        let key = writer.key();
-        let staged = Staged {
-            db: db.clone(),
-            blobs: blobs.clone(),
-            upload_id,
-            key,
-            multipart_id: staged.multipart_id,
-            armed: true,
+        let begin = async {
+            let writer = blobs.begin_upload(event_id, upload_id).await?;
+            let multipart_id = writer.multipart_id().map(str::to_owned);
+            Ok::<_, object_store::Error>((writer, multipart_id))
         };
+        let writer = db.stage_upload_while(&record, begin).await.map_err(anyhow::Error::from)??;
+        let multipart_id = writer.multipart_id().map(str::to_owned);
+        let staged = Staged { db: db.clone(), blobs: blobs.clone(), upload_id, key, multipart_id, armed: true };
         Ok((writer, staged))
     }
 
