@@ -30,15 +30,19 @@ both_backends!(a_sweep_lease_is_held_by_one_instance_at_a_time);
 /// staged by `instance`; `finish` completes the blob (all bytes there, row not committed).
 async fn stage(app: &TestApp, instance: Uuid, bytes: usize, finish: bool) -> Uuid {
     let (event_id, upload_id) = (Uuid::new_v4(), Uuid::now_v7());
-    let mut writer = app.state.blobs.begin_upload(event_id, upload_id).await.expect("begin");
-    let staged = StagedUpload {
+    let record = StagedUpload {
         upload_id,
         instance_id: instance,
-        blob_key: writer.key().path().to_string(),
-        multipart_id: writer.multipart_id().map(str::to_owned),
+        blob_key: app.state.blobs.upload_key(event_id, upload_id).path().to_string(),
+        multipart_id: None,
         started_at: Utc::now(),
     };
-    app.db.stage_upload(&staged).await.expect("record");
+    let begin = async {
+        let writer = app.state.blobs.begin_upload(event_id, upload_id).await?;
+        let multipart_id = writer.multipart_id().map(str::to_owned);
+        Ok::<_, object_store::Error>((writer, multipart_id))
+    };
+    let mut writer = app.db.stage_upload_while(&record, begin).await.expect("record").expect("begin");
     let photo = images::jpeg_of_about(bytes);
     for chunk in photo.chunks(64 * 1024) {
         writer.write(Bytes::copy_from_slice(chunk)).await.expect("write");

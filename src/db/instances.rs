@@ -131,22 +131,6 @@ impl Db {
         })
     }
 
-    pub async fn stage_upload(&self, staged: &StagedUpload) -> sqlx::Result<()> {
-        on_db!(self, pool => sqlx::query(
-            "INSERT INTO staged_uploads (upload_id, instance_id, blob_key, multipart_id, started_at)
-             VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(staged.upload_id)
-        .bind(staged.instance_id)
-        .bind(&staged.blob_key)
-        .bind(&staged.multipart_id)
-        .bind(staged.started_at)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-        Ok(())
-    }
-
     /// The upload will never commit, and what it stored is gone.
     pub async fn unstage_upload(&self, upload_id: Uuid) -> sqlx::Result<()> {
         on_db!(self, pool => sqlx::query("DELETE FROM staged_uploads WHERE upload_id = $1")
