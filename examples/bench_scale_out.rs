@@ -20,8 +20,8 @@
 //!   directly. No derivative workers (`CONFETTI_DERIVATIVE_WORKERS=0`): ingest alone. MB/s
 //!   (10^6 bytes), photos/s, p50/p95 latency; stored photos are removed and `sync` waits for
 //!   the write-back before every run.
-//! * Crash — 8 uploads sent slowly through haproxy (~3 s per body); one instance is killed
-//!   with SIGKILL while they arrive. Time until haproxy takes it out, and until the bucket is
+//! * Crash — 8 uploads of a 12 MB photo sent slowly through haproxy (~7 s per body); one
+//!   instance is killed with SIGKILL while they arrive, once their multipart uploads are open. Time until haproxy takes it out, and until the bucket is
 //!   clean: nothing under `tmp/`, no multipart upload left open. Measured with the survivor
 //!   alone first; if not clean by `--clean-limit-s`, the killed instance is started again and
 //!   the wait repeated.
@@ -68,6 +68,12 @@ struct Args {
     /// Target size of the generated JPEG, in bytes.
     #[arg(long, default_value_t = 5_000_000)]
     jpeg_bytes: usize,
+
+    /// Size of the photo of the crash figure: past one 5 MiB part, so each arriving upload
+    /// has a multipart upload open in the bucket when the kill lands (a photo within one part
+    /// is sent in one PUT at its end, and a crash leaves nothing of it in the store).
+    #[arg(long, default_value_t = 12_000_000)]
+    crash_jpeg_bytes: usize,
 
     /// Concurrent clients for the throughput and the rolling restart.
     #[arg(long, default_value_t = 8)]
@@ -187,7 +193,8 @@ async fn bench(args: Args) -> Result<()> {
             line(throughput(&args, &binary, &s3, &cluster, &body).await?);
         }
         if !skip("crash") {
-            line(crash(&args, &s3, &mut cluster, &body).await?);
+            let large = jpeg_of_size(args.crash_jpeg_bytes)?.bytes;
+            line(crash(&args, &s3, &mut cluster, &large).await?);
         }
     }
     if !skip("restart") {
@@ -394,7 +401,7 @@ async fn crash(args: &Args, s3: &S3Fs, cluster: &mut Cluster, body: &Bytes) -> R
     let mut senders = tokio::task::JoinSet::new();
     for token in tokens {
         let (client, url, body) = (client.clone(), url.clone(), body.clone());
-        // ~77 chunks 40 ms apart: about 3 s per body.
+        // 64 KiB chunks 40 ms apart: about 7 s for a 12 MB body, its first part full after 3.3 s.
         senders.spawn(async move {
             let sent = client
                 .post(&url)
@@ -406,7 +413,7 @@ async fn crash(args: &Args, s3: &S3Fs, cluster: &mut Cluster, body: &Bytes) -> R
         });
     }
     let began = Instant::now();
-    while s3.open_multipart_uploads() < 8 && began.elapsed() < Duration::from_secs(3) {
+    while s3.open_multipart_uploads() < 8 && began.elapsed() < Duration::from_secs(6) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -441,7 +448,7 @@ async fn crash(args: &Args, s3: &S3Fs, cluster: &mut Cluster, body: &Bytes) -> R
     statuses.sort();
 
     let mut out = format!(
-        "## A crash: kill -9 of one of two instances while 8 uploads arrive\n\n8 uploads of the {:.1} MB photo through haproxy, each body sent in 64 KiB chunks 40 ms apart (about 3 s); `{killed}` killed with SIGKILL {:.1} s in, with {open_at_kill} multipart uploads open in the bucket. Answers the senders got: {statuses:?} (0: connection error).\n\n| | seconds after the kill |\n| --- | ---: |\n",
+        "## A crash: kill -9 of one of two instances while 8 uploads arrive\n\n8 uploads of a {:.1} MB photo through haproxy, each body sent in 64 KiB chunks 40 ms apart (about 7 s); `{killed}` killed with SIGKILL {:.1} s in, with {open_at_kill} multipart uploads open in the bucket. Answers the senders got: {statuses:?} (0: connection error).\n\n| | seconds after the kill |\n| --- | ---: |\n",
         body.len() as f64 / MB,
         (killed_at - began).as_secs_f64(),
     );

@@ -52,6 +52,7 @@ mod store;
 pub use error::IngestError;
 pub use parts::{Part, PartsError, UploadParts};
 use receive::Received;
+pub use staged::Staged;
 
 /// The upload use case with exactly what it uses; built once, shared by every request.
 #[derive(Debug)]

@@ -30,13 +30,16 @@ pub mod http;
 pub mod idempotency;
 /// The upload use case: stream, probe, deduplicate, commit.
 pub mod ingest;
-/// Background sweeps that bring storage back in line after a crash.
+/// Work in the background: derivatives, blob jobs after a commit, sweeps, instances'
+/// heartbeats and cleaning up after a dead one.
 pub mod jobs;
 /// Live news for slideshows, fanned out from the database's live feed.
 pub mod live;
-/// Image probing (and, later, derivatives): synchronous code for the blocking pool.
+/// Image probing and derivatives: synchronous code for the blocking pool.
 pub mod media;
-/// Organiser login throttling.
+/// Confetti's files and directories, readable by the server's user only.
 pub mod private_files;
+/// The runtime settings, a plain struct with defaults, apart from the command line.
 pub mod settings;
+/// Throttling of organiser logins and joins with a wrong token, per client and event.
 pub mod throttle;

@@ -2,7 +2,7 @@
 // its uploader or organiser deletes it. Deleting is final, so it is asked in place first; a
 // refusal is said in the page's message area.
 
-import { h, api, ApiError } from './util.js';
+import { h, api, ApiError, STATUS } from './util.js';
 import { t } from './i18n.js';
 import { confirmInPlace, errorText } from './messages.js';
 
@@ -12,7 +12,7 @@ import { confirmInPlace, errorText } from './messages.js';
  * @param {{messages: import('./messages.js').MessageArea, onChanged: (upload) => void}} o
  */
 export function hideButton(upload, { messages, onChanged }) {
-  const hide = upload.status !== 'hidden';
+  const hide = upload.status !== STATUS.HIDDEN;
   const button = h('button', { type: 'button', class: 'secondary', 'data-action': 'hide' }, hide ? t('hide') : t('unhide'));
   button.addEventListener('click', async () => {
     button.disabled = true;

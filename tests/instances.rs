@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::Utc;
 use common::{Backend, Options, TestApp, all_files, images, settled_within, upload_ok};
-use confetti::db::instances::StagedUpload;
+use confetti::ingest::Staged;
 use confetti::jobs::instances::CleanedUp;
 use futures_util::StreamExt;
 use reqwest::StatusCode;
@@ -26,23 +26,12 @@ every_store!(
 );
 both_backends!(a_sweep_lease_is_held_by_one_instance_at_a_time);
 
-/// Begins an upload's blob as an instance would, writes `bytes` of it, and records it as
-/// staged by `instance`; `finish` completes the blob (all bytes there, row not committed).
+/// Begins an upload's blob as an instance's ingest does (recorded as staged by `instance`),
+/// writes `bytes` of it; `finish` completes the blob (all bytes there, row not committed).
 async fn stage(app: &TestApp, instance: Uuid, bytes: usize, finish: bool) -> Uuid {
     let (event_id, upload_id) = (Uuid::new_v4(), Uuid::now_v7());
-    let record = StagedUpload {
-        upload_id,
-        instance_id: instance,
-        blob_key: app.state.blobs.upload_key(event_id, upload_id).path().to_string(),
-        multipart_id: None,
-        started_at: Utc::now(),
-    };
-    let begin = async {
-        let writer = app.state.blobs.begin_upload(event_id, upload_id).await?;
-        let multipart_id = writer.multipart_id().map(str::to_owned);
-        Ok::<_, object_store::Error>((writer, multipart_id))
-    };
-    let mut writer = app.db.stage_upload_while(&record, begin).await.expect("record").expect("begin");
+    let (mut writer, staged) =
+        Staged::begin(&app.db, &app.state.blobs, instance, event_id, upload_id).await.expect("begin");
     let photo = images::jpeg_of_about(bytes);
     for chunk in photo.chunks(64 * 1024) {
         writer.write(Bytes::copy_from_slice(chunk)).await.expect("write");
@@ -55,6 +44,8 @@ async fn stage(app: &TestApp, instance: Uuid, bytes: usize, finish: bool) -> Uui
         tokio::time::sleep(Duration::from_millis(300)).await;
         std::mem::forget(writer);
     }
+    // Whoever abandons it, it is not this (dead, or not yet committing) instance.
+    std::mem::forget(staged);
     upload_id
 }
 
@@ -69,11 +60,16 @@ async fn a_dead_instances_uploads_in_flight_leave_nothing_in_the_store(backend: 
     app.db.register_instance(dead).await.expect("register");
     stage(&app, dead, 12 * 1024 * 1024, false).await;
     stage(&app, dead, 300_000, true).await;
-    assert_eq!(staged_rows(&app).await, 2);
+    // And a phone photo still arriving: within one part, so on S3 nothing of it is sent yet.
+    stage(&app, dead, 3 * 1024 * 1024, false).await;
+    assert_eq!(staged_rows(&app).await, 3);
     assert!(!all_files(&app.blob_dir()).is_empty(), "the store holds the complete one");
     if let Some(s3) = &app.s3 {
-        assert_eq!(s3.open_multipart_uploads(), 1, "one upload was still being received");
+        assert_eq!(s3.open_multipart_uploads(), 1, "one upload past a part was still being received");
         assert!(s3.open_part_files() >= 1, "with parts already stored");
+        let recorded = app.scalar("SELECT COUNT(*) FROM staged_uploads WHERE multipart_id IS NOT NULL").await;
+        assert_eq!(recorded, 1, "its id is recorded; the others have none");
+        assert_eq!(all_files(&app.blob_dir()).len(), 1, "only the complete one is in the bucket");
     }
 
     // A live instance's uploads are left alone.
@@ -81,13 +77,13 @@ async fn a_dead_instances_uploads_in_flight_leave_nothing_in_the_store(backend: 
     stage(&app, alive, 100_000, true).await;
     app.db.heartbeat(dead).await.expect("heartbeat");
     assert_eq!(app.state.instance.clean_up_after_the_dead().await.expect("cleanup"), CleanedUp::default());
-    assert_eq!(staged_rows(&app).await, 3);
+    assert_eq!(staged_rows(&app).await, 4);
 
     // Then it dies: not heard from for longer than an instance may be silent. (This instance's
     // own background round may get there first; either way the same is left.)
     set_heartbeat(&app, dead, Utc::now() - chrono::Duration::minutes(1)).await;
     let cleaned = app.state.instance.clean_up_after_the_dead().await.expect("cleanup");
-    assert!(cleaned.uploads <= 2, "{cleaned:?}");
+    assert!(cleaned.uploads <= 3, "{cleaned:?}");
 
     assert_eq!(staged_rows(&app).await, 1, "only the live instance's record is left");
     let left = all_files(&app.blob_dir());

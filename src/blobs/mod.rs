@@ -1,9 +1,9 @@
 //! Photo bytes, through `object_store`: a local directory by default, an S3-compatible
 //! bucket for several instances, memory for tests. Every blob has a typed key. An upload is
 //! written under a temporary key and moved to its final key only after its row committed; in
-//! an S3 bucket, where a move is a copy, it is written straight to its final key as a
-//! multipart upload whose id is recorded (`begin_upload`), and removed by key and id should
-//! it never commit (`abandon`).
+//! an S3 bucket, where a move is a copy, it is written straight to its final key (one PUT, or
+//! a multipart upload whose id is recorded when it is larger than a part: `begin_upload`), and
+//! removed by key and id should it never commit (`abandon`).
 //! A local directory is its user's only (see `private_files::keep_files_private`), and its free
 //! space can be read, so uploads stop before the disk fills.
 
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -26,6 +26,7 @@ use uuid::Uuid;
 
 use local_writer::LocalWriter;
 use object_store::multipart::MultipartStore;
+pub use s3_writer::RecordMultipart;
 use s3_writer::S3Writer;
 
 /// Where a blob lives. Paths are built only here.
@@ -123,7 +124,7 @@ pub struct BlobStore {
 
 #[derive(Clone)]
 struct Multipart {
-    store: Arc<dyn MultipartStore>,
+    store: Arc<AmazonS3>,
     prefix: String,
 }
 
@@ -284,13 +285,20 @@ impl BlobStore {
     }
 
     /// Where a new upload's bytes go until its row commits, and how. In an S3 bucket: its final
-    /// key, as a multipart upload completed when the bytes are all there (the row, committed
-    /// later, is what makes it a photo; `staged_uploads` records it meanwhile). Elsewhere: a
-    /// temporary key, moved to the final one after the commit (a rename on disk).
-    pub async fn begin_upload(&self, event_id: Uuid, upload_id: Uuid) -> object_store::Result<BlobWriter> {
+    /// key, in one PUT once the bytes are all there, or, past one part, as a multipart upload
+    /// created through `record` (which records its id for the other instances) and completed
+    /// when the bytes are all there; the row, committed later, is what makes it a photo, and
+    /// `staged_uploads` records it meanwhile. Elsewhere: a temporary key, moved to the final
+    /// one after the commit (a rename on disk); `record` is not called.
+    pub async fn begin_upload(
+        &self,
+        event_id: Uuid,
+        upload_id: Uuid,
+        record: RecordMultipart,
+    ) -> object_store::Result<BlobWriter> {
         let key = self.upload_key(event_id, upload_id);
         if let Some(multipart) = &self.multipart {
-            let writer = S3Writer::begin(Arc::clone(&multipart.store), multipart.path(key), self.part_size).await?;
+            let writer = S3Writer::new(Arc::clone(&multipart.store), multipart.path(key), self.part_size, record);
             return Ok(BlobWriter { key, to: To::S3(writer) });
         }
         if let Some(root) = &self.local_root {
@@ -431,7 +439,7 @@ impl BlobStore {
 }
 
 /// Streams one upload into the store: into a local directory directly (`LocalWriter`), into an
-/// S3 bucket as a multipart upload at the final key (`S3Writer`), into any other store as a
+/// S3 bucket at the final key (`S3Writer`), into any other store as a
 /// multipart upload with a bounded number of parts in flight.
 pub struct BlobWriter {
     key: BlobKey,
@@ -448,14 +456,6 @@ impl BlobWriter {
     /// Where the blob will be once finished.
     pub fn key(&self) -> BlobKey {
         self.key
-    }
-
-    /// The store's id of the multipart upload, where it tells one.
-    pub fn multipart_id(&self) -> Option<&str> {
-        match &self.to {
-            To::S3(s3) => Some(s3.multipart_id()),
-            To::Local(_) | To::Store(_) => None,
-        }
     }
 
     pub async fn write(&mut self, chunk: Bytes) -> object_store::Result<()> {

@@ -1,26 +1,45 @@
-//! Writing an upload into an S3 bucket as a multipart upload at its final key, whose id is
-//! known from the start: it is recorded with the upload (`staged_uploads`), so any instance
-//! can abort it by id should this one die mid-upload, and no copy from a temporary key is
-//! needed once the upload commits (S3 has no rename: a copy and a delete).
+//! Writing an upload into an S3 bucket at its final key, with no copy from a temporary key
+//! once the upload commits (S3 has no rename: a copy and a delete).
 //!
-//! The connection's chunks are gathered uncopied into parts of `part_size` bytes (5 MiB, S3's
-//! minimum for all but the last); at most `IN_FLIGHT` parts are being sent at once.
+//! A photo of at most one part (5 MiB, S3's minimum part size) is sent with one PUT when its
+//! last byte has arrived: until then nothing exists in the store, so an instance that dies
+//! mid-upload leaves nothing open there. A larger one becomes a multipart upload when its first
+//! part is full. Its creation goes through `RecordMultipart`, which records the upload's id
+//! where every instance can see it (`staged_uploads`) before a part is sent, so any instance
+//! can abort it by id should this one die.
+//!
+//! The connection's chunks are gathered uncopied into parts of `part_size` bytes; at most
+//! `IN_FLIGHT` parts are being sent at once.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use object_store::aws::AmazonS3;
 use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path;
-use object_store::{MultipartId, PutPayloadMut};
+use object_store::{MultipartId, ObjectStoreExt, PutPayloadMut};
 use tokio::task::JoinSet;
 
 /// Parts sent at once by one upload: memory per upload stays within three parts.
 const IN_FLIGHT: usize = 2;
 
+/// Runs the creation of an upload's multipart upload (`create`, which tells its id) and
+/// records that id for the other instances before the writer goes on. Called at most once.
+pub type RecordMultipart = Box<
+    dyn FnOnce(
+            BoxFuture<'static, object_store::Result<MultipartId>>,
+        ) -> BoxFuture<'static, object_store::Result<MultipartId>>
+        + Send,
+>;
+
 pub struct S3Writer {
-    store: Arc<dyn MultipartStore>,
+    store: Arc<AmazonS3>,
     path: Path,
-    id: MultipartId,
+    /// The multipart upload, once the first part is full.
+    id: Option<MultipartId>,
+    record: Option<RecordMultipart>,
     part_size: usize,
     gathering: PutPayloadMut,
     sending: JoinSet<object_store::Result<(usize, PartId)>>,
@@ -28,22 +47,18 @@ pub struct S3Writer {
 }
 
 impl S3Writer {
-    /// Begins a multipart upload at `path`.
-    pub async fn begin(store: Arc<dyn MultipartStore>, path: Path, part_size: usize) -> object_store::Result<Self> {
-        let id = store.create_multipart(&path).await?;
-        Ok(Self {
+    /// A writer to `path`; nothing is sent to the store before a part is full or the bytes end.
+    pub fn new(store: Arc<AmazonS3>, path: Path, part_size: usize, record: RecordMultipart) -> Self {
+        Self {
             store,
             path,
-            id,
+            id: None,
+            record: Some(record),
             part_size,
             gathering: PutPayloadMut::new(),
             sending: JoinSet::new(),
             parts: Vec::new(),
-        })
-    }
-
-    pub fn multipart_id(&self) -> &str {
-        &self.id
+        }
     }
 
     pub async fn write(&mut self, chunk: Bytes) -> object_store::Result<()> {
@@ -51,15 +66,31 @@ impl S3Writer {
         if self.gathering.content_length() >= self.part_size { self.send_part().await } else { Ok(()) }
     }
 
+    /// The multipart upload, created (and recorded) the first time a part is sent.
+    async fn multipart_id(&mut self) -> object_store::Result<MultipartId> {
+        if let Some(id) = &self.id {
+            return Ok(id.clone());
+        }
+        let (store, path) = (Arc::clone(&self.store), self.path.clone());
+        let create = async move { store.create_multipart(&path).await }.boxed();
+        let id = match self.record.take() {
+            Some(record) => record(create).await?,
+            None => create.await?,
+        };
+        self.id = Some(id.clone());
+        Ok(id)
+    }
+
     /// Sends what was gathered as the next part, once fewer than `IN_FLIGHT` are on their way.
     async fn send_part(&mut self) -> object_store::Result<()> {
+        let id = self.multipart_id().await?;
         while self.sending.len() >= IN_FLIGHT {
             self.settle_one().await?;
         }
         let payload = std::mem::take(&mut self.gathering).freeze();
         let index = self.parts.len();
         self.parts.push(None);
-        let (store, path, id) = (Arc::clone(&self.store), self.path.clone(), self.id.clone());
+        let (store, path) = (Arc::clone(&self.store), self.path.clone());
         self.sending.spawn(async move { Ok((index, store.put_part(&path, &id, index, payload).await?)) });
         Ok(())
     }
@@ -76,9 +107,14 @@ impl S3Writer {
         }
     }
 
-    /// Sends the last part and completes the upload: the blob is at its key.
+    /// Stores what is left: the blob is at its key. A photo that never filled a part goes in
+    /// one PUT; a multipart upload gets its last part and is completed.
     pub async fn finish(mut self) -> object_store::Result<()> {
-        if self.gathering.content_length() > 0 || self.parts.is_empty() {
+        let Some(id) = self.id.clone() else {
+            let payload = std::mem::take(&mut self.gathering).freeze();
+            return self.store.put(&self.path, payload).await.map(|_| ());
+        };
+        if self.gathering.content_length() > 0 {
             self.send_part().await?;
         }
         while !self.sending.is_empty() {
@@ -87,13 +123,16 @@ impl S3Writer {
         let parts = std::mem::take(&mut self.parts).into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| {
             object_store::Error::Generic { store: "S3", source: "a part of the upload was not sent".into() }
         })?;
-        self.store.complete_multipart(&self.path, &self.id, parts).await.map(|_| ())
+        self.store.complete_multipart(&self.path, &id, parts).await.map(|_| ())
     }
 
-    /// Stops sending and aborts the upload: the store drops its parts.
+    /// Stops sending and aborts the multipart upload, if there is one: the store drops its parts.
     pub async fn abort(mut self) -> object_store::Result<()> {
         self.sending.abort_all();
         while self.sending.join_next().await.is_some() {}
-        self.store.abort_multipart(&self.path, &self.id).await
+        match &self.id {
+            Some(id) => self.store.abort_multipart(&self.path, id).await,
+            None => Ok(()),
+        }
     }
 }

@@ -87,47 +87,45 @@ impl Db {
         Ok(released)
     }
 
-    /// Records `staged` (without a multipart upload id), then runs `begin`, which starts the
-    /// upload in the store and tells its multipart upload id, and writes that id. One connection
-    /// is held throughout: the record exists before the store's upload does, and the id follows
-    /// without waiting for a free connection (a crash in between would leave an upload no
-    /// record names). When `begin` fails the record goes again.
-    pub async fn stage_upload_while<T, E>(
+    /// Records an upload being received, before anything of it is in the store: another
+    /// instance can always find what this one began, should it die.
+    pub async fn stage_upload(&self, staged: &StagedUpload) -> sqlx::Result<()> {
+        on_db!(self, pool => sqlx::query(
+            "INSERT INTO staged_uploads (upload_id, instance_id, blob_key, multipart_id, started_at)
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(staged.upload_id)
+        .bind(staged.instance_id)
+        .bind(&staged.blob_key)
+        .bind(&staged.multipart_id)
+        .bind(staged.started_at)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Runs `create`, which starts the staged upload's multipart upload in the store and tells
+    /// its id, and records that id. A connection is taken first and held throughout, so the id
+    /// follows the store's answer without waiting for a free connection: only a crash in those
+    /// few milliseconds leaves an upload no record names (the bucket's lifecycle rule's part).
+    pub async fn record_multipart_while<E>(
         &self,
-        staged: &StagedUpload,
-        begin: impl Future<Output = Result<(T, Option<String>), E>>,
-    ) -> sqlx::Result<Result<T, E>> {
+        upload_id: Uuid,
+        create: impl Future<Output = Result<String, E>>,
+    ) -> sqlx::Result<Result<String, E>> {
         on_db!(self, pool => {
             let mut conn = pool.acquire().await?;
-            sqlx::query(
-                "INSERT INTO staged_uploads (upload_id, instance_id, blob_key, multipart_id, started_at)
-                 VALUES ($1, $2, $3, NULL, $4)",
-            )
-            .bind(staged.upload_id)
-            .bind(staged.instance_id)
-            .bind(&staged.blob_key)
-            .bind(staged.started_at)
-            .execute(&mut *conn)
-            .await?;
-            match begin.await {
-                Ok((begun, multipart_id)) => {
-                    if multipart_id.is_some() {
-                        sqlx::query("UPDATE staged_uploads SET multipart_id = $2 WHERE upload_id = $1")
-                            .bind(staged.upload_id)
-                            .bind(multipart_id)
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(Ok(begun))
-                }
-                Err(e) => {
-                    sqlx::query("DELETE FROM staged_uploads WHERE upload_id = $1")
-                        .bind(staged.upload_id)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(Err(e))
-                }
-            }
+            let id = match create.await {
+                Ok(id) => id,
+                Err(e) => return Ok(Err(e)),
+            };
+            sqlx::query("UPDATE staged_uploads SET multipart_id = $2 WHERE upload_id = $1")
+                .bind(upload_id)
+                .bind(&id)
+                .execute(&mut *conn)
+                .await?;
+            Ok(Ok(id))
         })
     }
 

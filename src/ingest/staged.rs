@@ -3,26 +3,31 @@
 //! should this one die, and abandoned — blob, multipart upload and record — on every way out
 //! that is not a commit: a refusal, an error, a client gone mid-upload (the future is dropped).
 
+use std::sync::{Arc, OnceLock};
+
+use futures_util::FutureExt;
 use uuid::Uuid;
 
-use crate::blobs::{BlobKey, BlobStore, BlobWriter};
+use crate::blobs::{BlobKey, BlobStore, BlobWriter, RecordMultipart};
 use crate::db::Db;
 use crate::db::instances::StagedUpload;
 use crate::ingest::IngestError;
 
-pub(super) struct Staged {
+pub struct Staged {
     db: Db,
     blobs: BlobStore,
     pub upload_id: Uuid,
     /// Where the bytes are: a temporary key, or (S3) the final one.
     pub key: BlobKey,
-    multipart_id: Option<String>,
+    /// The store's multipart upload, once the writer has begun one (S3, past one part).
+    multipart_id: Arc<OnceLock<String>>,
     armed: bool,
 }
 
 impl Staged {
-    /// Begins the upload's blob, recorded before the store's upload exists: another instance
-    /// can always find what this one began, should it die.
+    /// Records the upload, then begins its blob: another instance can always find what this
+    /// one began, should it die. Should the writer begin a multipart upload, its id is
+    /// recorded the moment the store tells it.
     pub async fn begin(
         db: &Db,
         blobs: &BlobStore,
@@ -38,15 +43,33 @@ impl Staged {
             multipart_id: None,
             started_at: chrono::Utc::now(),
         };
-        let begin = async {
-            let writer = blobs.begin_upload(event_id, upload_id).await?;
-            let multipart_id = writer.multipart_id().map(str::to_owned);
-            Ok::<_, object_store::Error>((writer, multipart_id))
-        };
-        let writer = db.stage_upload_while(&record, begin).await.map_err(anyhow::Error::from)??;
-        let multipart_id = writer.multipart_id().map(str::to_owned);
+        db.stage_upload(&record).await.map_err(anyhow::Error::from)?;
+        let multipart_id = Arc::new(OnceLock::new());
         let staged = Staged { db: db.clone(), blobs: blobs.clone(), upload_id, key, multipart_id, armed: true };
+        // Dropped on failure: the record goes again.
+        let writer = blobs.begin_upload(event_id, upload_id, staged.record_multipart()).await?;
         Ok((writer, staged))
+    }
+
+    /// Records the multipart upload `create` makes, and keeps its id for abandoning it.
+    fn record_multipart(&self) -> RecordMultipart {
+        let (db, upload_id, known) = (self.db.clone(), self.upload_id, Arc::clone(&self.multipart_id));
+        Box::new(move |create| {
+            async move {
+                // Known here before it is recorded: should the record fail, abandoning the
+                // upload still aborts it.
+                let created = async {
+                    let id = create.await?;
+                    let _ = known.set(id.clone());
+                    Ok::<_, object_store::Error>(id)
+                };
+                match db.record_multipart_while(upload_id, created).await {
+                    Ok(result) => result,
+                    Err(e) => Err(object_store::Error::Generic { store: "staged_uploads", source: Box::new(e) }),
+                }
+            }
+            .boxed()
+        })
     }
 
     /// Committed: the record went with the commit, the blob belongs to the row.
@@ -57,7 +80,7 @@ impl Staged {
     /// Abandons the upload now, and waits for it.
     pub async fn delete_now(mut self) {
         self.armed = false;
-        abandon(&self.db, &self.blobs, self.upload_id, self.key, self.multipart_id.take()).await;
+        abandon(&self.db, &self.blobs, self.upload_id, self.key, self.multipart_id.get().cloned()).await;
     }
 }
 
@@ -67,7 +90,7 @@ impl Drop for Staged {
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             let (db, blobs, upload_id, key, multipart_id) =
-                (self.db.clone(), self.blobs.clone(), self.upload_id, self.key, self.multipart_id.take());
+                (self.db.clone(), self.blobs.clone(), self.upload_id, self.key, self.multipart_id.get().cloned());
             runtime.spawn(async move { abandon(&db, &blobs, upload_id, key, multipart_id).await });
         }
     }

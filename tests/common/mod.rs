@@ -107,21 +107,24 @@ pub struct Options {
     pub blob_store: Option<confetti::blobs::BlobStore>,
 }
 
+/// The server's own defaults (`confetti::settings::defaults`), except where a test machine
+/// differs from a server: no free-space floor.
 impl Default for Options {
     fn default() -> Self {
+        use confetti::settings::defaults::*;
         Self {
-            max_upload_bytes: 50 * 1024 * 1024,
-            max_image_pixels: 100_000_000,
-            guest_quota_bytes: 1 << 30,
-            idempotency_lease_s: 30,
-            idempotency_retention_s: 24 * 60 * 60,
+            max_upload_bytes: MAX_UPLOAD_BYTES,
+            max_image_pixels: MAX_IMAGE_PIXELS,
+            guest_quota_bytes: GUEST_QUOTA_BYTES,
+            idempotency_lease_s: IDEMPOTENCY_LEASE_S,
+            idempotency_retention_s: IDEMPOTENCY_RETENTION_S,
             derivative_workers: None,
-            header_timeout_s: 30,
-            body_idle_timeout_s: 60,
+            header_timeout_s: HEADER_TIMEOUT_S,
+            body_idle_timeout_s: BODY_IDLE_TIMEOUT_S,
             max_connections: None,
             trusted_proxy: Vec::new(),
-            organiser_session_s: 7 * 24 * 60 * 60,
-            event_storage_cap_bytes: 100 * 1024 * 1024 * 1024,
+            organiser_session_s: ORGANISER_SESSION_S,
+            event_storage_cap_bytes: EVENT_STORAGE_CAP_BYTES,
             min_free_bytes: 0,
             blob_store: None,
         }

@@ -376,6 +376,14 @@ impl Cluster {
     pub fn temporary_blobs(&self) -> Vec<PathBuf> {
         crate::common::all_files(&self.s3.bucket_dir().join("tmp"))
     }
+
+    /// The upload ids of the originals in the bucket (`originals/<event>/<upload>`).
+    pub fn originals(&self) -> Vec<String> {
+        crate::common::all_files(&self.s3.bucket_dir().join("originals"))
+            .iter()
+            .filter_map(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+            .collect()
+    }
 }
 
 impl Drop for Cluster {
