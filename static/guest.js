@@ -54,7 +54,11 @@ export async function guestPage({ slug, event, main, messages }) {
   const queue = new UploadQueue({
     slug,
     limits: { max_upload_bytes: info.limits?.max_upload_bytes, preflight: caps.includes('upload_preflight') },
-    onChange: (item) => uploads.render(item),
+    onChange: (item) => {
+      uploads.render(item);
+      // A refusal tells what the event said before: uploads are closed.
+      if (item.state === 'failed' && item.final && item.last_error === 'uploads_closed') uploadsOpen(false);
+    },
     onDone: (item) => {
       refreshMe();
       if (item.upload) gallery.upsert(item.upload);
@@ -66,10 +70,37 @@ export async function guestPage({ slug, event, main, messages }) {
   const uploads = new UploadView({ queue, info, event, section: uploadSection });
   const gallery = new GalleryView(gallerySection);
 
-  window.addEventListener('online', () => queue.retryAll());
+  // Whether uploads are open, as the event says: the picker says so before a photo is chosen.
+  // While they are closed the page asks again now and then (and when the guest comes back to
+  // it); once they open, photos refused only because they were closed go by themselves.
+  let recheck = null;
+  function uploadsOpen(open) {
+    const reopened = open && !uploads.open;
+    uploads.setOpen(open);
+    clearInterval(recheck);
+    recheck = open ? null : setInterval(checkEvent, 30_000);
+    if (reopened) queue.reopened();
+  }
+  async function checkEvent() {
+    if (document.visibilityState === 'hidden') return;
+    try {
+      const now = await api('GET', `/api/v1/events/${encodeURIComponent(slug)}`);
+      uploadsOpen(now.uploads_open !== false);
+    } catch {
+      // Offline or not found: what the page knew stays.
+    }
+  }
+  if (event.uploads_open === false) uploadsOpen(false);
+
+  window.addEventListener('online', () => {
+    queue.retryAll();
+    if (!uploads.open) checkEvent();
+  });
   // Timers sleep while a phone's screen is locked: look again when the page is back.
   document.addEventListener('visibilitychange', () => {
-    if (document.visibilityState === 'visible') queue.pump();
+    if (document.visibilityState !== 'visible') return;
+    queue.pump();
+    if (!uploads.open) checkEvent();
   });
 
   function showJoin(message) {

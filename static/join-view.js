@@ -1,5 +1,7 @@
 // Joining an event: the guest gives a name; the join token from the QR code's link (kept on
-// this device) proves they were invited. No account, no password.
+// this device) proves they were invited. No account, no password. Without the token (the link
+// was cut short, or typed from memory) no form is shown — it could not succeed — only what is
+// missing and how to get it.
 
 import { h, api, remember, remembered } from './util.js';
 import { t, onLangChange } from './i18n.js';
@@ -27,7 +29,9 @@ export class JoinView {
     this.hint = h('p', { class: 'hint' });
     this.button = h('button', { type: 'submit' });
     const form = h('form', { class: 'join-form', 'data-testid': 'join' }, this.label, this.name, this.hint, this.button, this.error);
-    section.append(form);
+    this.form = form;
+    this.incomplete = h('p', { class: 'incomplete', role: 'alert', 'data-testid': 'link-incomplete', hidden: true });
+    section.append(this.incomplete, form);
     form.addEventListener('submit', (e) => {
       e.preventDefault();
       this.join(onJoined);
@@ -40,12 +44,17 @@ export class JoinView {
     this.label.textContent = t('your_name');
     this.hint.textContent = t('join_hint');
     this.button.textContent = t('join');
+    this.incomplete.textContent = t('link_incomplete');
   }
 
   /** Shows the form, with why it is shown again (the session ended) if there is a reason. */
   show(message) {
     this.section.hidden = false;
-    if (!remembered(joinKey(this.slug))) message = t('need_join_link');
+    const token = Boolean(remembered(joinKey(this.slug)));
+    this.form.hidden = !token;
+    this.incomplete.hidden = token;
+    this.section.classList.toggle('link-incomplete', !token);
+    if (!token) return;
     this.say(message);
     this.name.focus();
   }
@@ -57,7 +66,7 @@ export class JoinView {
 
   async join(onJoined) {
     const token = remembered(joinKey(this.slug));
-    if (!token) return this.say(t('need_join_link'));
+    if (!token) return this.show();
     this.button.disabled = true;
     try {
       const r = await api('POST', `/api/v1/events/${encodeURIComponent(this.slug)}/guests`, { join_token: token, display_name: this.name.value.trim() });

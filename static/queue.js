@@ -6,10 +6,16 @@
 //
 // Item: {client_upload_id, event, blob, name, type, size, caption, state, attempts,
 //        last_error, problem, final, next_at, created_at, fingerprint}
-// state: queued | uploading | done | failed. `final` failures wait for the retry button.
+// state: queued | uploading | done | failed.
+//   queued: waiting — for a free slot, for the connection, or for the next automatic try after a
+//           temporary failure (no answer, 5xx, 408/429, the same key in flight): nothing to do.
+//   failed, not `final`: temporary, but the next automatic try is far off while the phone says
+//           it is online (retry.js `tapMayHelp`): the "Send now" button may help.
+//   failed, `final`: the server refused the photo for good (not an image, too large, quota,
+//           uploads closed): never sent again by itself; the guest may remove it.
 
 import { uuid } from './util.js';
-import { BACKGROUND, isTemporary, retryDelay, retryAfterMs } from './retry.js';
+import { BACKGROUND, isTemporary, retryDelay, retryAfterMs, tapMayHelp } from './retry.js';
 
 const DB_NAME = 'confetti';
 const DB_VERSION = 1;
@@ -19,7 +25,9 @@ const QUEUE = 'queue';
 const SENT = 'sent';
 const SENT_KEEP_MS = 7 * 24 * 3600 * 1000;
 
-const PARALLEL = 2;
+export const PARALLEL = 2;
+// The upload rate is measured once this much sending time has passed.
+const RATE_AFTER_MS = 2000;
 // An upload that moves no byte for this long is taken for dead and retried (same key).
 const STALL_MS = 60_000;
 
@@ -90,6 +98,20 @@ export class UploadQueue {
     this.timer = null;
     this.db = null;
     this.sent = new Map();
+    // What the last answer (or its absence) says about the way to the server: null (fine),
+    // 'network' (no answer) or 'server' (a temporary refusal). Cleared by the next answer.
+    this.trouble = null;
+    // Bytes that left this page and the time spent sending them: the measured rate.
+    this.bytesSent = 0;
+    this.sendingMs = 0;
+    this.sendingSince = null;
+  }
+
+  /** Bytes per second measured so far, or null before there is enough to go on. */
+  rate() {
+    const ms = this.sendingMs + (this.sendingSince === null ? 0 : Date.now() - this.sendingSince);
+    if (ms < RATE_AFTER_MS || this.bytesSent <= 0) return null;
+    return this.bytesSent / (ms / 1000);
   }
 
   /** Opens IndexedDB and restores this event's queue: items a closed tab left are sent again. */
@@ -252,6 +274,7 @@ export class UploadQueue {
   }
 
   async send(item) {
+    if (this.active === 0) this.sendingSince = Date.now();
     this.active += 1;
     item.state = 'uploading';
     item.progress = 0;
@@ -264,6 +287,10 @@ export class UploadQueue {
       await this.retryLater(item, 'network', { status: 0 });
     } finally {
       this.active -= 1;
+      if (this.active === 0 && this.sendingSince !== null) {
+        this.sendingMs += Date.now() - this.sendingSince;
+        this.sendingSince = null;
+      }
       this.pump();
     }
   }
@@ -327,7 +354,9 @@ export class UploadQueue {
       xhr.upload.onprogress = (e) => {
         touch();
         if (e.lengthComputable && e.total > 0) {
-          item.progress = e.loaded / e.total;
+          const progress = e.loaded / e.total;
+          this.bytesSent += Math.max(0, progress - (item.progress || 0)) * item.size;
+          item.progress = progress;
           this.onChange(item);
         }
       };
@@ -370,6 +399,7 @@ export class UploadQueue {
     }
     const failure = { status, code, retryAfterMs: retryAfterMs(retryAfter) };
     if (status === 0) return this.retryLater(item, 'network', failure);
+    this.trouble = null;
     const label = code || `http_${status}`;
     if (isTemporary(failure)) return this.retryLater(item, label, failure, problem);
     // 400, 403, 409 (another guest's key), 410, 413, 415, 422: sending again would not help.
@@ -377,6 +407,7 @@ export class UploadQueue {
   }
 
   async done(item, upload, already) {
+    this.trouble = null;
     item.state = 'done';
     item.progress = 1;
     item.final = false;
@@ -409,11 +440,14 @@ export class UploadQueue {
 
   /**
    * Waits for the next try. The retry policy says how long; the queue never gives up on a
-   * temporary failure (offline, the `online` event sends it at once).
+   * temporary failure (offline, the `online` event sends it at once). The item waits as
+   * `queued`; only when the next try is far off while the phone is online does it become
+   * `failed` (not final), with the "Send now" button.
    */
   async retryLater(item, code, failure, problem = null) {
     const wait = retryDelay(BACKGROUND, item.attempts, failure) ?? 0;
-    item.state = navigator.onLine === false ? 'queued' : 'failed';
+    this.trouble = failure.status === 0 ? 'network' : 'server';
+    item.state = tapMayHelp(BACKGROUND, wait) ? 'failed' : 'queued';
     item.final = false;
     item.last_error = code;
     item.problem = problem || { status: failure.status };
@@ -424,6 +458,7 @@ export class UploadQueue {
 
   async fail(item, code, problem) {
     item.state = 'failed';
+    item.progress = 0;
     item.final = true;
     item.last_error = code;
     item.problem = problem;
@@ -441,6 +476,11 @@ export class UploadQueue {
         for (const key of keys) s[SENT].delete(key);
       }).catch(() => {});
     }
+  }
+
+  /** Uploads are open again: photos refused only because they were closed are sent now. */
+  reopened() {
+    for (const item of this.items.values()) if (item.state === 'failed' && item.final && item.last_error === 'uploads_closed') this.retry(item.client_upload_id);
   }
 
   /** Drops a failed item the guest gave up on. */

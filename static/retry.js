@@ -14,7 +14,9 @@ const TEMPORARY_STATUSES = new Set([408, 429, 502, 503, 504]);
  * How a caller retries. `attempts`: how many tries in all; `baseMs`/`capMs`: the backoff's
  * first and largest ceiling; `longestWaitMs`: a wait beyond this (a long Retry-After) is not
  * waited for — the caller reports the failure instead; `offlineGivesUp`: a network failure
- * while the device says it is offline ends the tries at once.
+ * while the device says it is offline ends the tries at once; `tapAfterMs`: a wait this long or
+ * longer, while the device says it is online, is worth a "Send now" button (a tap may help);
+ * a shorter one is waited out calmly, and nothing is offered to tap.
  */
 /** Someone is waiting for the answer: a few quick tries, then the page says what went wrong. */
 export const INTERACTIVE = Object.freeze({ attempts: 3, baseMs: 400, capMs: 2000, longestWaitMs: 5000, offlineGivesUp: true });
@@ -22,7 +24,7 @@ export const INTERACTIVE = Object.freeze({ attempts: 3, baseMs: 400, capMs: 2000
  * The upload queue: a photo is never given up on while its failures are temporary; offline, it
  * waits (and the `online` event sends it at once).
  */
-export const BACKGROUND = Object.freeze({ attempts: Infinity, baseMs: 1000, capMs: 60_000, longestWaitMs: Infinity, offlineGivesUp: false });
+export const BACKGROUND = Object.freeze({ attempts: Infinity, baseMs: 1000, capMs: 60_000, longestWaitMs: Infinity, offlineGivesUp: false, tapAfterMs: 15_000 });
 
 /**
  * Whether a failure is worth another try. `status` 0 is a network failure (no answer at all);
@@ -55,6 +57,17 @@ export function retryDelay(policy, attempts, failure) {
   if (tries >= policy.attempts) return null;
   const wait = Math.max(failure.retryAfterMs ?? 0, backoffMs(policy, tries));
   return wait > policy.longestWaitMs ? null : wait;
+}
+
+/**
+ * Whether a tap may help a photo whose next automatic try is `waitMs` away: only while the
+ * device says it is online (offline, only the connection helps, and the `online` event sends
+ * at once) and only when that try is far off — after several failed tries in a row (the
+ * backoff has grown: with BACKGROUND, from about the fifth) or when the server asked for a
+ * long wait. A short wait is simply waited out.
+ */
+export function tapMayHelp(policy, waitMs) {
+  return navigator.onLine !== false && waitMs >= (policy.tapAfterMs ?? Infinity);
 }
 
 /** Parses a `Retry-After` header (seconds or an HTTP date) into milliseconds, or null. */

@@ -1,10 +1,24 @@
-// The guest's upload view: the photo picker, the banners (uploads closed, offline), and one row
-// per queued photo with its state, progress, what went wrong in words, a countdown to the next
-// try, and the Retry and Remove buttons. The queue (queue.js) does the sending; this view shows
-// it and passes the guest's choices on.
+// The guest's upload view: the photo picker (disabled, with the reason, while uploads are
+// closed), a calm banner while photos wait for the connection or the server, one summary line
+// for the whole queue ("12 of 30 sent · about 4 min left") into which finished photos collapse,
+// and one row per photo that needs to be seen: its state, progress, what it waits for, and —
+// only when a tap can help — the "Send now" button (a temporary failure whose next automatic
+// try is far off) or the Remove button (a refusal for good, with the server's own words).
+// The queue (queue.js) does the sending; this view shows it and passes the guest's choices on.
 
 import { h, formatBytes } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
+import { PARALLEL } from './queue.js';
+
+// Collapsed, the list shows every photo that is being sent or needs the guest, and this many of
+// the photos waiting their turn; the rest are counted in the summary line.
+const QUEUED_SHOWN = 3;
+
+/** "about 4 min" / "45 s", for a wait or what is left. */
+function duration(ms) {
+  const s = Math.max(1, Math.round(ms / 1000));
+  return s < 60 ? t('dur_s', { n: s }) : t('dur_min', { n: Math.round(s / 60) });
+}
 
 export class UploadView {
   /**
@@ -17,29 +31,37 @@ export class UploadView {
   constructor({ queue, info, event, section }) {
     this.queue = queue;
     this.info = info;
+    this.open = event.uploads_open !== false;
+    this.expanded = false;
     this.rows = new Map();
-    this.list = h('ul', { class: 'queue', 'aria-live': 'polite' });
-    this.closedBanner = h('p', { class: 'banner warn', hidden: event.uploads_open !== false });
-    this.offlineBanner = h('p', { class: 'banner', hidden: true });
+    this.list = h('ul', { class: 'queue collapsed', id: 'queue-list' });
+    this.banner = h('p', { class: 'banner calm', role: 'status', 'data-testid': 'waiting', hidden: true });
 
-    const input = h('input', { type: 'file', multiple: true, accept: 'image/*', class: 'file-input', id: 'photos' });
-    input.addEventListener('change', async () => {
-      const files = Array.from(input.files || []);
+    this.input = h('input', { type: 'file', multiple: true, accept: 'image/*', class: 'file-input', id: 'photos' });
+    this.input.addEventListener('change', async () => {
+      const files = Array.from(this.input.files || []);
       if (!files.length) return;
       try {
         await queue.add(files);
       } finally {
         // The same photos may be chosen again later (the queue recognises them).
-        input.value = '';
+        this.input.value = '';
       }
     });
-    const pick = h('label', { class: 'pick button', for: 'photos' }, h('span', { class: 'pick-icon', 'aria-hidden': 'true' }, '+'), h('span', { 'data-i18n': 'choose_photos' }, t('choose_photos')));
-    const hint = h('p', { class: 'hint', 'data-i18n': 'choose_hint' }, t('choose_hint'));
-    section.append(this.closedBanner, this.offlineBanner, input, pick, hint, this.list);
+    this.pickText = h('span');
+    this.pick = h('label', { class: 'pick button', for: 'photos', 'data-testid': 'pick' }, h('span', { class: 'pick-icon', 'aria-hidden': 'true' }, '+'), this.pickText);
+    this.hint = h('p', { class: 'hint', id: 'pick-hint' });
 
-    // Countdowns of photos waiting for their next try.
+    this.summaryText = h('span', { class: 'q-summary-text' });
+    this.summaryBar = h('progress', { class: 'q-summary-bar', max: 1, value: 0 });
+    this.toggle = h('button', { type: 'button', class: 'secondary small q-toggle', 'data-action': 'toggle-queue', 'aria-controls': 'queue-list', 'aria-expanded': 'false', onclick: () => this.setExpanded(!this.expanded) });
+    this.summary = h('div', { class: 'q-summary', 'data-testid': 'queue-summary', 'aria-live': 'polite', hidden: true }, h('div', { class: 'q-summary-line' }, this.summaryText, this.toggle), this.summaryBar);
+    section.append(this.input, this.pick, this.hint, this.banner, this.summary, this.list);
+
+    // Waits that count down, and the time left, change without news from the queue.
     setInterval(() => {
       for (const item of queue.items.values()) if (item.state === 'failed' && !item.final) this.render(item);
+      this.renderSummary();
     }, 1000);
     window.addEventListener('online', () => this.renderAll());
     window.addEventListener('offline', () => this.renderAll());
@@ -47,47 +69,151 @@ export class UploadView {
     this.renderAll();
   }
 
-  /** The banners and every row, in the current language and connection state. */
-  renderAll() {
-    this.closedBanner.textContent = t('uploads_closed_banner');
-    this.offlineBanner.hidden = navigator.onLine !== false;
-    this.offlineBanner.textContent = t('offline');
-    for (const item of this.queue.items.values()) this.render(item);
+  /** Uploads opened or closed (as the event says, or as a refusal told). */
+  setOpen(open) {
+    if (this.open === open) return;
+    this.open = open;
+    this.renderPicker();
   }
 
-  /** What the row says under the photo's name: why it was not sent, and when it is tried again. */
-  message(item) {
-    if (item.state === 'done') return item.already ? t('already') : '';
-    if (item.state === 'queued' && navigator.onLine === false) return t('retry_online');
-    if (item.state !== 'failed') return '';
+  setExpanded(expanded) {
+    this.expanded = expanded;
+    this.list.classList.toggle('collapsed', !expanded);
+    this.renderSummary();
+  }
+
+  renderPicker() {
+    this.input.disabled = !this.open;
+    this.pick.classList.toggle('disabled', !this.open);
+    if (this.open) this.pick.removeAttribute('aria-disabled');
+    else this.pick.setAttribute('aria-disabled', 'true');
+    this.pickText.textContent = this.open ? t('choose_photos') : t('uploads_closed_button');
+    this.hint.textContent = this.open ? t('choose_hint') : t('uploads_closed_hint');
+    this.hint.classList.toggle('closed-reason', !this.open);
+  }
+
+  /** The picker, the banner, the summary and every row, in the current language and connection state. */
+  renderAll() {
+    this.renderPicker();
+    for (const item of this.queue.items.values()) this.render(item);
+    this.renderSummary();
+  }
+
+  /** Why photos wait, once for all of them: offline, no answer, or the server busy. */
+  renderBanner(pending) {
+    const offline = navigator.onLine === false;
+    let text = '';
+    if (offline) text = pending ? t('waiting_connection') : t('offline_idle');
+    else if (pending && this.queue.trouble === 'network') text = t('waiting_connection');
+    else if (pending && this.queue.trouble === 'server') text = t('waiting_server');
+    this.banner.textContent = text;
+    this.banner.hidden = !text;
+    this.banner.dataset.reason = offline ? 'offline' : this.queue.trouble || '';
+    return Boolean(text);
+  }
+
+  /** The one line for the whole queue, and which rows the collapsed list hides. */
+  renderSummary() {
+    clearTimeout(this.summaryTimer);
+    this.summaryTimer = null;
+    const items = [...this.queue.items.values()];
+    const pending = items.filter((i) => i.state === 'queued' || i.state === 'uploading' || (i.state === 'failed' && !i.final));
+    const waiting = this.renderBanner(pending.length);
+    const done = items.filter((i) => i.state === 'done');
+    const refused = items.filter((i) => i.state === 'failed' && i.final);
+    const already = done.filter((i) => i.already).length;
+    const total = done.length + pending.length;
+    this.summary.hidden = items.length === 0;
+    this.summary.dataset.sent = String(done.length);
+    this.summary.dataset.total = String(total);
+    const parts = [];
+    if (pending.length) {
+      parts.push(t('summary_progress', { sent: done.length, total }));
+      const rate = this.queue.rate();
+      const left = pending.reduce((s, i) => s + i.size * (1 - (i.state === 'uploading' ? i.progress || 0 : 0)), 0);
+      if (waiting) parts.push(t('summary_waiting'));
+      else if (rate) parts.push(left / rate < 60 ? t('summary_left_under_min') : t('summary_left_min', { n: Math.round(left / rate / 60) }));
+      this.summary.dataset.etaS = rate && !waiting ? String(Math.round(left / rate)) : '';
+    } else if (total) {
+      parts.push(total === 1 ? t('summary_all_one') : t('summary_all', { n: total }));
+      this.summary.dataset.etaS = '';
+    }
+    if (already) parts.push(t('summary_already', { n: already }));
+    if (refused.length) parts.push(t('summary_refused', { n: refused.length }));
+    this.summaryText.textContent = parts.join(' · ');
+    const bytes = done.reduce((s, i) => s + i.size, 0) + pending.reduce((s, i) => s + i.size * (i.state === 'uploading' ? i.progress || 0 : 0), 0);
+    const all = done.reduce((s, i) => s + i.size, 0) + pending.reduce((s, i) => s + i.size, 0);
+    this.summaryBar.value = all > 0 ? bytes / all : 0;
+    this.summaryBar.hidden = !pending.length;
+
+    // Collapsed: finished photos go into the line; of those waiting their turn, the next few show.
+    const nextUp = new Set(
+      items
+        .filter((i) => i.state === 'queued')
+        .sort((a, b) => a.created_at - b.created_at)
+        .slice(0, QUEUED_SHOWN)
+        .map((i) => i.client_upload_id),
+    );
+    let hidden = 0;
+    for (const item of items) {
+      const v = this.rows.get(item.client_upload_id);
+      if (!v) continue;
+      const fold = item.state === 'done' || (item.state === 'queued' && !nextUp.has(item.client_upload_id));
+      v.li.classList.toggle('foldable', fold);
+      if (fold) hidden += 1;
+    }
+    this.toggle.hidden = hidden === 0 && !this.expanded;
+    this.toggle.setAttribute('aria-expanded', String(this.expanded));
+    this.toggle.textContent = this.expanded ? t('show_less') : t('show_all', { n: items.length });
+  }
+
+  /** Coalesces the summary's updates (progress events come many a second). */
+  summaryLater() {
+    if (!this.summaryTimer) this.summaryTimer = setTimeout(() => this.renderSummary(), 100);
+  }
+
+  /** Why a photo was refused for good, in the guest's language, naming the limit. */
+  refusal(item) {
     const p = item.problem || {};
     const code = item.last_error;
     const limits = this.info.limits || {};
-    let text;
     switch (code) {
       case 'quota_exceeded':
-        text = t('err_quota_exceeded', { left: formatBytes(p.remaining_bytes, lang()), total: formatBytes(p.quota_bytes, lang()), size: formatBytes(item.size, lang()) });
-        break;
+        return t('err_quota_exceeded', { left: formatBytes(p.remaining_bytes, lang()), total: formatBytes(p.quota_bytes, lang()), size: formatBytes(item.size, lang()) });
       case 'file_too_large':
-        text = t('err_file_too_large', { max: formatBytes(p.limit_bytes ?? limits.max_upload_bytes, lang()) });
-        break;
+        return t('err_file_too_large', { max: formatBytes(p.limit_bytes ?? limits.max_upload_bytes, lang()) });
       case 'image_too_large':
-        text = t('err_image_too_large', { px: Math.round((p.pixels ?? 0) / 1e6), max: Math.round((p.limit_pixels ?? limits.max_image_pixels ?? 0) / 1e6) });
-        break;
-      case 'network':
-        text = t('err_network');
-        break;
+        return t('err_image_too_large', { px: Math.round((p.pixels ?? 0) / 1e6), max: Math.round((p.limit_pixels ?? limits.max_image_pixels ?? 0) / 1e6) });
+      case 'event_storage_full':
+        return t('err_event_storage_full');
       default:
-        if (code && code.startsWith('http_') && (p.status ?? 0) >= 500) text = t('err_server', { status: p.status });
-        else if (code && t(`err_${code}`) !== `err_${code}`) text = t(`err_${code}`);
-        else if (p.status >= 500) text = t('err_server', { status: p.status });
-        else text = t('err_generic', { detail: p.detail || code });
+        if (code && t(`err_${code}`) !== `err_${code}`) return t(`err_${code}`);
+        return t('err_refused');
     }
-    if (!item.final) {
-      const s = Math.max(0, Math.ceil((item.next_at - Date.now()) / 1000));
-      text += ' ' + (navigator.onLine === false ? t('retry_online') : t('retry_in', { s }));
-    }
-    return text;
+  }
+
+  /** What a waiting or stuck photo waits for, without a countdown that could lie. */
+  waitingFor(item) {
+    const now = Date.now();
+    if (navigator.onLine === false) return t('msg_wait_connection');
+    // Its turn has come (or it never failed): it goes when one of the slots is free.
+    if (!item.last_error || item.next_at <= now) return this.queue.active >= PARALLEL ? t('msg_queued') : '';
+    if (item.last_error === 'network') return t('msg_wait_network');
+    if (item.last_error === 'insufficient_storage') return t('err_insufficient_storage');
+    return t('msg_wait_server');
+  }
+
+  /** What the row says under the photo's name. */
+  message(item) {
+    if (item.state === 'done') return item.already ? t('already') : '';
+    if (item.state === 'uploading') return '';
+    if (item.state === 'queued') return this.waitingFor(item);
+    if (item.final) return this.refusal(item);
+    // Stuck: tried several times, the next automatic try is far off; "Send now" may help.
+    const reason = item.last_error === 'network' ? t('err_network') : t('err_server_busy');
+    const left = item.next_at - Date.now();
+    if (left <= 0) return `${reason} ${this.queue.active >= PARALLEL ? t('msg_queued') : ''}`.trim();
+    return `${reason} ${t('next_try', { t: duration(left) })}`;
   }
 
   /** The row of one queued photo, made on first sight and kept up to date. */
@@ -99,35 +225,56 @@ export class UploadView {
       this.rows.set(key, v);
       this.list.prepend(v.li);
     }
+    const final = item.state === 'failed' && item.final;
     v.li.dataset.clientUploadId = key;
     v.li.dataset.uploadState = item.state;
     v.li.dataset.final = item.final ? 'true' : 'false';
     if (item.last_error) v.li.dataset.error = item.last_error;
     else delete v.li.dataset.error;
     v.name.textContent = item.name;
-    v.state.textContent = item.state === 'done' && item.already ? t('already') : t(`state_${item.state}`);
+    let state = t(`state_${item.state}`);
+    if (item.state === 'done' && item.already) state = t('already');
+    else if (final) state = t('state_refused');
+    v.state.textContent = state;
     v.bar.value = item.state === 'done' ? 1 : item.progress || 0;
     v.bar.hidden = item.state !== 'uploading';
     if (item.state === 'uploading' && !item.progress) v.bar.removeAttribute('value');
-    const msg = item.state === 'done' ? '' : this.message(item);
+    const msg = this.message(item);
     v.msg.textContent = msg;
     v.msg.hidden = !msg;
+    // The server's own words for a refusal (they name the limit or the format).
+    const detail = final && item.problem?.detail ? t('server_says', { detail: item.problem.detail }) : '';
+    v.detail.textContent = detail;
+    v.detail.hidden = !detail;
+    // "Send now" only where a tap may help: temporary, and the next automatic try far off.
     v.retry.textContent = t('retry');
-    v.retry.hidden = item.state !== 'failed';
-    v.retry.disabled = item.state !== 'failed';
-    // Only a photo the server refused for good may be dropped from the queue.
-    v.discard.hidden = !(item.state === 'failed' && item.final);
-    v.discard.setAttribute('aria-label', t('discard'));
-    // A failed item that is not retried: the retry button is the only way on.
-    v.li.classList.toggle('final', item.state === 'failed' && item.final);
+    v.retry.hidden = !(item.state === 'failed' && !item.final);
+    v.retry.disabled = v.retry.hidden;
+    // A refusal for good is not sent again; the guest may take it off the list.
+    v.remove.hidden = !final;
+    v.remove.textContent = t('remove');
+    v.remove.title = t('discard');
+    v.li.classList.toggle('final', final);
+    v.li.classList.toggle('stuck', item.state === 'failed' && !item.final);
+    this.summaryLater();
   }
 
   row(item) {
     const key = item.client_upload_id;
-    const preview = h('img', { class: 'q-thumb', alt: '' });
-    if (item.blob) {
-      preview.src = URL.createObjectURL(item.blob);
-      preview.addEventListener('load', () => URL.revokeObjectURL(preview.src), { once: true });
+    const placeholder = () => h('div', { class: 'q-thumb q-placeholder', 'aria-hidden': 'true' }, h('span', {}, item.name));
+    let preview = placeholder();
+    // The local preview when this browser can draw the file; else the placeholder stays.
+    if (item.blob && (!item.type || item.type.startsWith('image/'))) {
+      const img = h('img', { class: 'q-thumb', alt: '', hidden: true });
+      const url = URL.createObjectURL(item.blob);
+      img.addEventListener('load', () => {
+        URL.revokeObjectURL(url);
+        img.hidden = false;
+        preview.replaceWith(img);
+        preview = img;
+      }, { once: true });
+      img.addEventListener('error', () => URL.revokeObjectURL(url), { once: true });
+      img.src = url;
     }
     const v = {
       li: h('li', { class: 'q-item' }),
@@ -135,19 +282,21 @@ export class UploadView {
       state: h('span', { class: 'q-state' }),
       bar: h('progress', { class: 'q-progress', max: 1, value: 0 }),
       msg: h('p', { class: 'q-msg' }),
-      retry: h('button', { type: 'button', class: 'q-retry', 'data-action': 'retry', onclick: () => this.queue.retry(key) }),
-      discard: h('button', {
+      detail: h('p', { class: 'q-detail', lang: 'en' }),
+      retry: h('button', { type: 'button', class: 'q-retry small', 'data-action': 'retry', onclick: () => this.queue.retry(key) }),
+      remove: h('button', {
         type: 'button',
-        class: 'q-discard',
-        'data-action': 'discard',
+        class: 'q-remove secondary small',
+        'data-action': 'remove',
         onclick: async () => {
           await this.queue.discard(key);
           this.rows.get(key)?.li.remove();
           this.rows.delete(key);
+          this.renderSummary();
         },
-      }, '✕'),
+      }),
     };
-    v.li.append(preview, h('div', { class: 'q-body' }, h('div', { class: 'q-line' }, v.name, v.state), v.bar, v.msg), h('div', { class: 'q-actions' }, v.retry, v.discard));
+    v.li.append(preview, h('div', { class: 'q-body' }, h('div', { class: 'q-line' }, v.name, v.state), v.bar, v.msg, v.detail, h('div', { class: 'q-actions' }, v.retry, v.remove)));
     return v;
   }
 }
