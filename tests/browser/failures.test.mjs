@@ -142,7 +142,7 @@ test('quota exceeded: what is left, the server’s words, Remove (no "Send now")
     assert.equal(posts.length, 2, 'no retry loop');
     assert.equal(await item.getAttribute('data-upload-state'), 'failed');
     assert.equal((await f.server.uploads(event)).length, 1);
-    await page.evaluate(() => document.querySelector('.uploader').scrollIntoView());
+    await page.evaluate(() => window.scrollTo(0, 0));
     await screenshot(page, 'refusal-quota-390x844');
 
     await item.locator('button[data-action=remove]').click();
@@ -171,7 +171,7 @@ test('not an image: the server’s words name the format, a placeholder with the
     assert.equal(await item.locator('.q-placeholder').textContent(), 'party-notes.jpg');
     assert.equal(await item.locator('button[data-action=retry]').isVisible(), false);
     assert.equal(await item.locator('button[data-action=remove]').textContent(), 'Entfernen');
-    await page.evaluate(() => document.querySelector('.uploader').scrollIntoView());
+    await page.evaluate(() => window.scrollTo(0, 0));
     await screenshot(page, 'refusal-not-an-image-390x844');
     await item.locator('button[data-action=remove]').click();
     await page.waitForFunction((key) => !document.querySelector(`[data-client-upload-id="${key}"]`), key);

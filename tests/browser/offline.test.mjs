@@ -77,13 +77,15 @@ test('an upload cut off by a reload is sent after the reload, once', { timeout: 
     await waitForItems(page, 2, 'uploading');
     const before = (await states(page)).map((s) => s.key).sort();
     await sleep(500);
-    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
 
     const preflights = [];
     page.on('request', (r) => {
       if (r.url().includes('/uploads/by-client-id/')) preflights.push(r.url().split('/').pop());
     });
+    // Still crawling when the reload cuts them off (unthrottled first, a busy machine could
+    // finish one in between); full speed again for the page after the reload.
     await page.reload();
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
     const keys = await waitForItems(page, 2, 'done');
     assert.deepEqual(keys.sort(), before, 'the same items, with their keys');
     assert.deepEqual(preflights.sort(), before, 'each asked the server before re-sending');

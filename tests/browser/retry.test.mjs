@@ -14,7 +14,7 @@ test('the policy: temporary and permanent failures, Retry-After as a floor, when
   await onPhone(f.browser, {}, async (page) => {
     await page.goto(`${f.server.base}/e/${event.slug}`);
     const r = await page.evaluate(async () => {
-      const { INTERACTIVE, BACKGROUND, isTemporary, retryDelay } = await import('/static/retry.js');
+      const { INTERACTIVE, BACKGROUND, isTemporary, retryDelay, tapMayHelp } = await import('/static/retry.js');
       const temporary = [0, 408, 429, 500, 502, 503, 504, 507].filter((status) => isTemporary({ status }));
       const permanent = [400, 401, 403, 404, 409, 410, 413, 415, 422].filter((status) => !isTemporary({ status }));
       return {
@@ -29,6 +29,10 @@ test('the policy: temporary and permanent failures, Retry-After as a floor, when
         refused: retryDelay(BACKGROUND, 1, { status: 422 }),
         queueLong: retryDelay(BACKGROUND, 1, { status: 429, retryAfterMs: 120_000 }),
         queueLate: retryDelay(BACKGROUND, 50, { status: 0 }),
+        // "Send now" only when the next automatic try is far off: not after one or two failures.
+        tapEarly: [1, 2, 3].some((n) => tapMayHelp(BACKGROUND, retryDelay(BACKGROUND, n, { status: 0 }))),
+        tapLate: tapMayHelp(BACKGROUND, retryDelay(BACKGROUND, 8, { status: 0 })),
+        tapLongRetryAfter: tapMayHelp(BACKGROUND, retryDelay(BACKGROUND, 1, { status: 503, retryAfterMs: 120_000 })),
       };
     });
     assert.deepEqual(r.temporary, [0, 408, 429, 500, 502, 503, 504, 507]);
@@ -42,6 +46,9 @@ test('the policy: temporary and permanent failures, Retry-After as a floor, when
     assert.equal(r.refused, null);
     assert.ok(r.queueLong >= 120_000, 'the queue waits as long as the server asks');
     assert.ok(r.queueLate > 0 && r.queueLate <= 60_000, `the queue never gives up, and waits at most a minute: ${r.queueLate}`);
+    assert.equal(r.tapEarly, false, 'a short wait is waited out: no button');
+    assert.equal(r.tapLate, true, 'after many failures the next try is far off: "Send now"');
+    assert.equal(r.tapLongRetryAfter, true, 'the server asked for a long wait');
   });
 });
 
