@@ -76,7 +76,7 @@ test('offline: a calm banner, photos queued and waiting, no button to press; all
 
     await context.setOffline(false);
     await waitForItems(page, 3, 'done');
-    assert.equal(await banner.isVisible(), false);
+    await banner.waitFor({ state: 'hidden', timeout: 2_000 });
     assert.equal((await f.server.uploads(event)).length, 3);
   });
 });
