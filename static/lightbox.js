@@ -54,8 +54,9 @@ export class Lightbox {
     this.dialog.addEventListener('click', (e) => {
       if (e.target === this.dialog) this.close();
     });
-    this.dialog.addEventListener('keydown', (e) => {
-      if (typing(e.target) || e.altKey || e.ctrlKey || e.metaKey) return;
+    // On the document: a button that stepped may be gone, and the focus with it.
+    document.addEventListener('keydown', (e) => {
+      if (!this.dialog.open || e.defaultPrevented || typing(e.target) || e.altKey || e.ctrlKey || e.metaKey) return;
       if (e.key === 'ArrowLeft') this.step(-1);
       if (e.key === 'ArrowRight') this.step(1);
     });
@@ -172,6 +173,8 @@ export class Lightbox {
   }
 
   render(u, { from = 0 } = {}) {
+    // The control that had the focus keeps it in the new view (or its twin, when it is gone).
+    const focused = this.dialog.contains(document.activeElement) ? document.activeElement.dataset?.action : null;
     const viewer = this.gallery.viewer();
     const mine = this.gallery.isMine(u);
     this.dialog.setAttribute('data-upload-id', u.id);
@@ -216,6 +219,11 @@ export class Lightbox {
     );
     this.renderNav();
     this.renderLikes(u);
+    if (focused) {
+      const same = this.dialog.querySelector(`[data-action="${focused}"]:not([hidden])`);
+      const twin = focused === 'next' ? this.prevButton : focused === 'previous' ? this.nextButton : null;
+      (same || (twin && !twin.hidden ? twin : this.dialog.querySelector('[data-action=close]')))?.focus();
+    }
   }
 
   renderLikes(u) {
