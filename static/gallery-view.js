@@ -5,6 +5,14 @@ import { h } from './util.js';
 import { t, onLangChange } from './i18n.js';
 import { Gallery } from './gallery.js';
 
+/** The bytes of an upload this page's queue still holds, by its client upload id or upload id. */
+function queuedBlob(queue, u) {
+  for (const item of queue.items.values()) {
+    if ((u.client_upload_id && item.client_upload_id === u.client_upload_id) || (item.upload && item.upload.id === u.id)) return item.blob || null;
+  }
+  return null;
+}
+
 export class GalleryView {
   /** @param {HTMLElement} section where the view goes */
   constructor(section) {
@@ -32,11 +40,13 @@ export class GalleryView {
 
   /**
    * Loads the gallery and follows it live; once only.
-   * @param {ConstructorParameters<typeof Gallery>[0]} options all but `root`
+   * @param {ConstructorParameters<typeof Gallery>[0] & {queue?: import('./queue.js').UploadQueue}} options
+   *   all but `root` (and `localBlob`, taken from `queue`: the guest's own photos are drawn from
+   *   it until the server has their thumbnails)
    */
-  start(options) {
+  start({ queue, ...options }) {
     if (this.gallery) return;
-    this.gallery = new Gallery({ ...options, root: this.root });
+    this.gallery = new Gallery({ ...options, root: this.root, localBlob: queue ? (u) => queuedBlob(queue, u) : undefined });
     this.gallery.loadMore();
     this.gallery.live();
   }

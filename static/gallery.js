@@ -1,6 +1,9 @@
 // The gallery: a grid of thumbnails, newest first, that loads the next page (keyset cursor)
 // as one scrolls, and follows the live stream of new and removed photos; a tile opens the
 // lightbox (lightbox.js). Every user-provided string is set as text, never as HTML.
+// A tile shows the thumbnail only: while the server still makes it, the guest's own photo is
+// drawn from the copy in this page's upload queue, anyone else's as a calm placeholder; the
+// thumbnail takes its place when the live stream (or a re-read) says it exists.
 
 import { h, api, ApiError, thumbUrl, STATUS } from './util.js';
 import { t, onLangChange } from './i18n.js';
@@ -22,9 +25,14 @@ export class Gallery {
    * @param {() => ({guestId?: string, organiser?: boolean})} o.viewer who is looking
    * @param {(upload) => void} [o.onDeleted]
    * @param {import('./messages.js').MessageArea} o.messages the page's, for what outlives the lightbox
+   * @param {(upload) => (Blob | null)} [o.localBlob] the photo's bytes still held by this page's
+   *   upload queue, drawn while the server has no thumbnail of it yet
    */
-  constructor({ slug, root, viewer, onDeleted, messages }) {
+  constructor({ slug, root, viewer, onDeleted, messages, localBlob }) {
     this.slug = slug;
+    this.localBlob = localBlob || (() => null);
+    // Object URLs of queued photos shown in place of a thumbnail not made yet, by upload id.
+    this.localUrls = new Map();
     this.messages = messages;
     this.viewer = viewer;
     this.onDeleted = onDeleted || (() => {});
@@ -110,6 +118,8 @@ export class Gallery {
     if (u.status === STATUS.PROCESSING || (!u.urls?.thumb && u.status !== STATUS.FAILED)) this.watch(u.id);
     this.renderFooter();
     if (this.lightbox.current === u.id) this.lightbox.refresh(u);
+    // The server's own pictures are shown now: the local copy is no longer needed.
+    if (u.urls?.thumb && u.urls?.preview) this.forgetLocal(u.id);
     if (!append) this.emit();
   }
 
@@ -118,6 +128,7 @@ export class Gallery {
     this.order = this.order.filter((x) => x !== id);
     this.grid.querySelector(`[data-upload-id="${id}"]`)?.remove();
     if (this.lightbox.current === id) this.lightbox.close();
+    this.forgetLocal(id);
     this.renderFooter();
     this.emit();
   }
@@ -179,16 +190,62 @@ export class Gallery {
     return this.filterMine ? this.order.filter((id) => this.isMine(this.uploads.get(id))).length : this.order.length;
   }
 
+  /**
+   * An object URL of the photo's bytes in this page's upload queue, made once per upload and
+   * kept until the server's pictures replace it; null when the queue does not hold it.
+   */
+  localUrl(u) {
+    if (this.localUrls.has(u.id)) return this.localUrls.get(u.id);
+    let blob = null;
+    try {
+      blob = this.localBlob(u);
+    } catch (e) {
+      console.warn('could not look up the queued photo', e);
+    }
+    if (!blob || (blob.type && !blob.type.startsWith('image/'))) return null;
+    const url = URL.createObjectURL(blob);
+    this.localUrls.set(u.id, url);
+    return url;
+  }
+
+  forgetLocal(id) {
+    const url = this.localUrls.get(id);
+    if (!url) return;
+    this.localUrls.delete(id);
+    URL.revokeObjectURL(url);
+  }
+
+  /**
+   * What a tile draws: the thumbnail; before it exists the local copy (`data-picture=local`) or
+   * a neutral placeholder (`data-picture=placeholder`), which breathes while the photo is being
+   * processed. Never the original.
+   */
+  picture(u) {
+    const thumb = thumbUrl(u);
+    const placeholder = () => h('span', { class: 'tile-placeholder', 'data-testid': 'tile-placeholder', 'aria-hidden': 'true' });
+    if (thumb) return { kind: 'thumb', el: h('img', { src: thumb, alt: '', loading: 'lazy', decoding: 'async', width: u.width || undefined, height: u.height || undefined }) };
+    const local = u.status === STATUS.FAILED ? null : this.localUrl(u);
+    if (!local) return { kind: 'placeholder', el: placeholder() };
+    const img = h('img', { class: 'tile-local', src: local, alt: '', decoding: 'async' });
+    // This browser cannot draw the file after all: the placeholder, not a broken image.
+    img.addEventListener('error', () => {
+      img.closest('.tile')?.setAttribute('data-picture', 'placeholder');
+      img.replaceWith(placeholder());
+    }, { once: true });
+    return { kind: 'local', el: img };
+  }
+
   tile(u) {
     const mine = this.isMine(u);
     const badge = u.status === STATUS.PROCESSING ? t('processing') : u.status === STATUS.HIDDEN ? t('hidden') : u.status === STATUS.FAILED ? t('failed') : null;
+    const picture = this.picture(u);
     return h(
       'li',
-      { class: 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-mine': mine ? 'true' : 'false' },
+      { class: 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-mine': mine ? 'true' : 'false', 'data-picture': picture.kind },
       h(
         'button',
         { type: 'button', class: 'tile-open', 'aria-label': `${u.filename} — ${t('by', { name: u.guest?.display_name ?? '' })}`, onclick: () => this.lightbox.open(u.id) },
-        h('img', { src: thumbUrl(u), alt: '', loading: 'lazy', decoding: 'async', width: u.width || undefined, height: u.height || undefined }),
+        picture.el,
       ),
       badge ? h('span', { class: 'badge' }, badge) : null,
       u.likes > 0 ? h('span', { class: 'tile-likes' }, t('likes', { n: u.likes })) : null,

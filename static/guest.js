@@ -125,6 +125,7 @@ export async function guestPage({ slug, event, main, messages }) {
     uploadSection.hidden = false;
     gallerySection.hidden = false;
     gallery.start({
+      queue,
       slug,
       messages,
       viewer: () => ({ guestId: me?.id }),

@@ -290,3 +290,15 @@ export function applyStatic(root = document) {
   for (const el of root.querySelectorAll('[data-i18n-placeholder]')) el.placeholder = t(el.dataset.i18nPlaceholder);
   for (const el of root.querySelectorAll('[data-i18n-label]')) el.setAttribute('aria-label', t(el.dataset.i18nLabel));
 }
+
+// The gallery's tiles while photos are processed, and the lightbox's download and swipe.
+Object.assign(STRINGS.de, {
+  photo: 'Foto',
+  photo_processing: 'Das Foto wird noch vorbereitet …',
+  download: 'Speichern',
+});
+Object.assign(STRINGS.en, {
+  photo: 'Photo',
+  photo_processing: 'This photo is still being prepared …',
+  download: 'Save',
+});

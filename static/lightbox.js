@@ -1,11 +1,17 @@
 // One photo large, over the page: the preview, who took it, its caption, likes and comments,
-// and — for its uploader and the organiser — the controls that change it (moderation.js).
-// Left and right step through the gallery's photos.
+// a link to save the original, and — for its uploader and the organiser — the controls that
+// change it (moderation.js). Buttons at the sides, the arrow keys and a swipe step through the
+// gallery's photos. Opening pushes a history entry, so a phone's Back button closes the photo
+// instead of leaving the event; closing it any other way takes that entry back.
 
-import { h, api, previewUrl } from './util.js';
-import { t, lang } from './i18n.js';
+import { h, api, previewUrl, STATUS } from './util.js';
+import { t, lang, onLangChange } from './i18n.js';
 import { MessageArea, errorText } from './messages.js';
 import { hideButton, deleteButton } from './moderation.js';
+
+// A swipe: at least this far sideways, and clearly more sideways than up or down.
+const SWIPE_PX = 50;
+const SWIPE_RATIO = 1.5;
 
 function time(iso) {
   try {
@@ -15,36 +21,93 @@ function time(iso) {
   }
 }
 
+/** Whether a key press belongs to a text field (the caret moves; the photo stays). */
+function typing(target) {
+  return target instanceof HTMLElement && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+}
+
 /** One photo large, with who took it, its caption, likes and comments. */
 export class Lightbox {
   /** @param {import('./gallery.js').Gallery} gallery the photos it steps through */
   constructor(gallery) {
     this.gallery = gallery;
     this.current = null;
+    // History: `entry` while the entry pushed on opening is the current one; `leaving` while
+    // the `history.back()` that takes it away has not arrived yet.
+    this.entry = false;
+    this.leaving = false;
+    this.swipe = null;
     // The page behind a modal dialog is inert: the lightbox says its own refusals.
     this.messages = new MessageArea();
-    this.dialog = h('dialog', { class: 'lightbox', 'aria-label': 'Photo' });
+    this.dialog = h('dialog', { class: 'lightbox', 'aria-label': t('photo') });
     this.dialog.addEventListener('close', () => {
       this.current = null;
+      this.swipe = null;
       this.messages.clear();
+      this.dialog.removeAttribute('data-upload-id');
+      if (this.entry) {
+        this.entry = false;
+        this.leaving = true;
+        history.back();
+      }
     });
     this.dialog.addEventListener('click', (e) => {
       if (e.target === this.dialog) this.close();
     });
-    this.dialog.addEventListener('keydown', (e) => {
+    // On the document: a button that stepped may be gone, and the focus with it.
+    document.addEventListener('keydown', (e) => {
+      if (!this.dialog.open || e.defaultPrevented || typing(e.target) || e.altKey || e.ctrlKey || e.metaKey) return;
       if (e.key === 'ArrowLeft') this.step(-1);
       if (e.key === 'ArrowRight') this.step(1);
+    });
+    window.addEventListener('popstate', (e) => this.popped(e.state));
+    gallery.onChange(() => this.renderNav());
+    onLangChange(() => {
+      this.dialog.setAttribute('aria-label', t('photo'));
+      const u = this.current && this.gallery.uploads.get(this.current);
+      if (u) {
+        this.render(u);
+        this.loadComments(u.id);
+      }
     });
     document.body.append(this.dialog);
   }
 
-  open(id) {
+  open(id, { from = 0 } = {}) {
+    const u = this.gallery.uploads.get(id);
+    if (!u) return;
     this.current = id;
-    this.render(this.gallery.uploads.get(id));
-    if (!this.dialog.open) this.dialog.showModal();
+    this.render(u, { from });
+    if (!this.dialog.open) {
+      this.dialog.showModal();
+      this.remember(id);
+    } else if (this.entry) {
+      history.replaceState({ ...history.state, confettiPhoto: id }, '');
+    }
     this.loadComments(id);
     // The loaded page may have ended: fetch more for "next".
     if (!this.gallery.neighbour(id, 1)) this.gallery.loadMore();
+  }
+
+  /** The history entry that Back takes away (pushed once the Back of an earlier close arrived). */
+  remember(id) {
+    if (this.leaving) return;
+    history.pushState({ ...history.state, confettiPhoto: id }, '');
+    this.entry = true;
+  }
+
+  popped(state) {
+    if (this.leaving) {
+      // The entry a close took back is gone; a photo opened meanwhile gets its own now.
+      this.leaving = false;
+      if (this.dialog.open && this.current) this.remember(this.current);
+      return;
+    }
+    if (this.entry && !state?.confettiPhoto) {
+      // Back: the photo closes, the page stays.
+      this.entry = false;
+      this.close();
+    }
   }
 
   close() {
@@ -54,37 +117,93 @@ export class Lightbox {
 
   step(delta) {
     const next = this.current && this.gallery.neighbour(this.current, delta);
-    if (next) this.open(next);
+    if (next) this.open(next, { from: delta });
   }
 
   refresh(u) {
     if (this.current !== u.id) return;
-    const img = this.dialog.querySelector('.lightbox-img');
-    if (img && img.getAttribute('src') !== previewUrl(u)) img.src = previewUrl(u);
+    const old = this.dialog.querySelector('.lightbox-picture');
+    const { src } = this.pictureSource(u);
+    if (old && (old.getAttribute('src') || null) !== src) old.replaceWith(this.picture(u));
     this.renderLikes(u);
   }
 
-  render(u) {
+  /**
+   * What the lightbox draws: the preview; before it exists the guest's own copy from the upload
+   * queue, or a placeholder; a photo the server could not process, its original (nothing else
+   * of it exists).
+   */
+  pictureSource(u) {
+    if (u.urls?.preview) return { src: u.urls.preview, kind: 'preview' };
+    if (u.status === STATUS.FAILED) return { src: previewUrl(u) || null, kind: 'original' };
+    const local = this.gallery.localUrl(u);
+    return local ? { src: local, kind: 'local' } : { src: null, kind: 'placeholder' };
+  }
+
+  picture(u, { from = 0 } = {}) {
+    const { src, kind } = this.pictureSource(u);
+    const enter = from > 0 ? 'enter-next' : from < 0 ? 'enter-previous' : null;
+    if (!src) {
+      return h('div', { class: ['lightbox-picture', 'lightbox-placeholder', enter].filter(Boolean).join(' '), 'data-picture': kind, role: 'img', 'aria-label': t('photo_processing') },
+        h('span', { class: 'lightbox-placeholder-text' }, t('photo_processing')));
+    }
+    return h('img', { class: ['lightbox-picture', 'lightbox-img', enter].filter(Boolean).join(' '), 'data-picture': kind, src, alt: u.caption || u.filename, draggable: 'false' });
+  }
+
+  /** Previous and next show only where there is a photo to go to. */
+  renderNav() {
+    if (!this.current || !this.prevButton) return;
+    this.prevButton.hidden = !this.gallery.neighbour(this.current, -1);
+    this.nextButton.hidden = !this.gallery.neighbour(this.current, 1);
+  }
+
+  /** A finger's sideways swipe over the photo steps to the next (leftwards) or previous one. */
+  swipeStart(e) {
+    if (e.pointerType === 'mouse' || !e.isPrimary) return;
+    this.swipe = { id: e.pointerId, x: e.clientX, y: e.clientY };
+  }
+
+  swipeEnd(e) {
+    const s = this.swipe;
+    this.swipe = null;
+    if (!s || s.id !== e.pointerId || e.type === 'pointercancel') return;
+    const dx = e.clientX - s.x;
+    const dy = e.clientY - s.y;
+    if (Math.abs(dx) >= SWIPE_PX && Math.abs(dx) >= SWIPE_RATIO * Math.abs(dy)) this.step(dx < 0 ? 1 : -1);
+  }
+
+  render(u, { from = 0 } = {}) {
+    // The control that had the focus keeps it in the new view (or its twin, when it is gone).
+    const focused = this.dialog.contains(document.activeElement) ? document.activeElement.dataset?.action : null;
     const viewer = this.gallery.viewer();
     const mine = this.gallery.isMine(u);
+    this.dialog.setAttribute('data-upload-id', u.id);
     this.likeButton = h('button', { type: 'button', class: 'like', 'data-action': 'like', onclick: () => this.toggleLike() });
     this.comments = h('ul', { class: 'comments', 'data-testid': 'comments' });
     const input = h('input', { name: 'text', type: 'text', maxlength: 1000, required: true, autocomplete: 'off', placeholder: t('comment_placeholder'), 'aria-label': t('comment_placeholder') });
     const form = h('form', { class: 'comment-form', onsubmit: (e) => this.comment(e, input) }, input, h('button', { type: 'submit' }, t('send')));
     const actions = h('div', { class: 'lightbox-actions' });
     if (viewer.guestId) actions.append(this.likeButton);
+    if (u.urls?.original) {
+      // Same origin, so `download` saves the file under its name instead of opening it.
+      actions.append(h('a', { class: 'button secondary download', 'data-action': 'download', href: u.urls.original, download: u.filename || '' }, h('span', { 'aria-hidden': 'true' }, '⤓'), t('download')));
+    }
     if (viewer.organiser) actions.append(hideButton(u, { messages: this.messages, onChanged: (changed) => this.hidden(changed) }));
     if (mine || viewer.organiser) actions.append(deleteButton(u, { messages: this.messages, onDeleted: () => this.deleted(u.id) }));
+    this.prevButton = h('button', { type: 'button', class: 'icon nav prev', 'data-action': 'previous', 'aria-label': t('previous'), onclick: () => this.step(-1) }, '‹');
+    this.nextButton = h('button', { type: 'button', class: 'icon nav next', 'data-action': 'next', 'aria-label': t('next'), onclick: () => this.step(1) }, '›');
+    const stage = h('div', { class: 'lightbox-stage', 'data-testid': 'lightbox-stage' }, this.picture(u, { from }), this.prevButton, this.nextButton);
+    stage.addEventListener('pointerdown', (e) => this.swipeStart(e));
+    stage.addEventListener('pointerup', (e) => this.swipeEnd(e));
+    stage.addEventListener('pointercancel', (e) => this.swipeEnd(e));
     this.dialog.replaceChildren(
       h(
         'div',
         { class: 'lightbox-frame' },
         h('div', { class: 'lightbox-top' },
-          h('button', { type: 'button', class: 'icon', 'aria-label': t('previous'), onclick: () => this.step(-1) }, '‹'),
-          h('button', { type: 'button', class: 'icon', 'aria-label': t('next'), onclick: () => this.step(1) }, '›'),
           h('button', { type: 'button', class: 'icon close', 'data-action': 'close', 'aria-label': t('close'), onclick: () => this.close() }, '✕'),
         ),
-        h('img', { class: 'lightbox-img', src: previewUrl(u), alt: u.caption || u.filename }),
+        stage,
         h(
           'div',
           { class: 'lightbox-info' },
@@ -98,7 +217,13 @@ export class Lightbox {
       ),
       this.messages.el,
     );
+    this.renderNav();
     this.renderLikes(u);
+    if (focused) {
+      const same = this.dialog.querySelector(`[data-action="${focused}"]:not([hidden])`);
+      const twin = focused === 'next' ? this.prevButton : focused === 'previous' ? this.nextButton : null;
+      (same || (twin && !twin.hidden ? twin : this.dialog.querySelector('[data-action=close]')))?.focus();
+    }
   }
 
   renderLikes(u) {

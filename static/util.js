@@ -132,10 +132,14 @@ export function remember(key, value) {
  *  organiser hides the photo). */
 export const STATUS = Object.freeze({ PROCESSING: 'processing', READY: 'ready', FAILED: 'failed', HIDDEN: 'hidden' });
 
-/** The best image for a tile or the lightbox: derivatives once they exist, else the original. */
+/**
+ * A tile's image: the thumbnail, or null while it is being made (or could not be made). Never
+ * the original: a phone's photo is megabytes, and a grid of them is what stalls a party's Wi-Fi.
+ */
 export function thumbUrl(u) {
-  return u.urls?.thumb || u.urls?.preview || u.urls?.original;
+  return u.urls?.thumb || null;
 }
+/** The lightbox's and the slideshow's image: the preview once it exists, else the original. */
 export function previewUrl(u) {
   return u.urls?.preview || u.urls?.original;
 }
