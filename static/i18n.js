@@ -116,6 +116,10 @@ const STRINGS = {
     photos_count_one: '1 Foto',
     logout_hint: 'Angemeldet als Veranstalter.',
     logout: 'Abmelden',
+    // ---- slideshow and dashboard (slideshow.js, organiser.js) ----
+    slide_add_photos: 'Eure Fotos hinzufügen',
+    slide_pause: 'Anhalten',
+    slide_play: 'Weiter abspielen',
   },
   en: {
     switch_to: 'Deutsch',
@@ -231,6 +235,10 @@ const STRINGS = {
     photos_count_one: '1 photo',
     logout_hint: 'Logged in as organiser.',
     logout: 'Log out',
+    // ---- slideshow and dashboard (slideshow.js, organiser.js) ----
+    slide_add_photos: 'Add your photos',
+    slide_pause: 'Pause',
+    slide_play: 'Play',
   },
 };
 

@@ -144,7 +144,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     renderDashboard();
   }
 
-  const slideshow = new Slideshow(() => gallery);
+  const slideshow = new Slideshow({ gallery: () => gallery, event: () => current, slug });
   showButton.addEventListener('click', () => slideshow.start());
 
   onLangChange(() => {
