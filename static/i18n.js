@@ -116,6 +116,22 @@ const STRINGS = {
     photos_count_one: '1 Foto',
     logout_hint: 'Angemeldet als Veranstalter.',
     logout: 'Abmelden',
+    // ---- slideshow and dashboard (slideshow.js, organiser.js) ----
+    slide_add_photos: 'Eure Fotos hinzufügen',
+    slide_pause: 'Anhalten',
+    slide_play: 'Weiter abspielen',
+    copy_link: 'Link kopieren',
+    link_copied: 'Link kopiert.',
+    link_copy_by_hand: 'Der Link ist markiert – jetzt kopieren (Strg+C oder lange drücken).',
+    print_card: 'Tischkarte drucken',
+    card_scan: 'Scannen und eure Fotos teilen',
+    quota_guests_see: 'Gäste sehen: {size} pro Gast.',
+    download_visible: 'Sichtbare Fotos herunterladen (ZIP)',
+    download_with_hidden: 'Mit den ausgeblendeten herunterladen (ZIP)',
+    hidden_left_out: '{n} ausgeblendete Fotos fehlen im ersten Download.',
+    hidden_left_out_one: '1 ausgeblendetes Foto fehlt im ersten Download.',
+    hidden_left_out_at_least: 'Mindestens {n} ausgeblendete Fotos fehlen im ersten Download.',
+    hidden_left_out_unknown: 'Ausgeblendete Fotos fehlen im ersten Download.',
   },
   en: {
     switch_to: 'Deutsch',
@@ -231,6 +247,22 @@ const STRINGS = {
     photos_count_one: '1 photo',
     logout_hint: 'Logged in as organiser.',
     logout: 'Log out',
+    // ---- slideshow and dashboard (slideshow.js, organiser.js) ----
+    slide_add_photos: 'Add your photos',
+    slide_pause: 'Pause',
+    slide_play: 'Play',
+    copy_link: 'Copy link',
+    link_copied: 'Link copied.',
+    link_copy_by_hand: 'The link is selected – copy it now (Ctrl+C, or long-press).',
+    print_card: 'Print a table card',
+    card_scan: 'Scan to share your photos',
+    quota_guests_see: 'Guests see: {size} each.',
+    download_visible: 'Download the visible photos (ZIP)',
+    download_with_hidden: 'Download with the hidden ones (ZIP)',
+    hidden_left_out: '{n} hidden photos are left out of the first download.',
+    hidden_left_out_one: '1 hidden photo is left out of the first download.',
+    hidden_left_out_at_least: 'At least {n} hidden photos are left out of the first download.',
+    hidden_left_out_unknown: 'Hidden photos are left out of the first download.',
   },
 };
 
@@ -258,8 +290,7 @@ export function lang() {
 
 /** The string for `key` in the current language, with `{name}` placeholders filled in. */
 export function t(key, params = {}) {
-  const s = STRINGS[current][key] ?? STRINGS.en[key] ?? key;
-  return s.replace(/\{(\w+)\}/g, (_, name) => (name in params ? String(params[name]) : `{${name}}`));
+  return tIn(current, key, params);
 }
 
 /** Switches the language, remembers it, and lets every view re-render its words. */
@@ -302,3 +333,9 @@ Object.assign(STRINGS.en, {
   photo_processing: 'This photo is still being prepared …',
   download: 'Save',
 });
+
+/** The string for `key` in a given language, whatever the page's (a table card speaks both). */
+export function tIn(language, key, params = {}) {
+  const s = STRINGS[language]?.[key] ?? STRINGS.en[key] ?? key;
+  return s.replace(/\{(\w+)\}/g, (_, name) => (name in params ? String(params[name]) : `{${name}}`));
+}

@@ -1,9 +1,10 @@
 // The organiser's page for one event: log in with the event's password, show the QR code of
-// the join link, open or close uploads, set the guests' quota, moderate (hide, delete),
-// download everything as a ZIP, and run the full-screen live slideshow (slideshow.js).
+// the join link (copy it, print a table card), open or close uploads, set the guests' quota,
+// moderate (hide, delete; each tile says who sent it), download the photos as a ZIP (with or
+// without the hidden ones), and run the full-screen live slideshow (slideshow.js).
 
-import { h, api, ApiError } from './util.js';
-import { t, onLangChange } from './i18n.js';
+import { h, api, ApiError, formatBytes, STATUS } from './util.js';
+import { t, tIn, lang, onLangChange } from './i18n.js';
 import { Gallery } from './gallery.js';
 import { Slideshow } from './slideshow.js';
 import { errorText } from './messages.js';
@@ -45,7 +46,24 @@ export async function organiserPage({ slug, event, main, messages }) {
   const openBox = h('input', { type: 'checkbox', name: 'uploads_open', id: 'uploads_open', class: 'switch' });
   const quotaInput = h('input', { type: 'number', name: 'guest_quota_mb', id: 'guest_quota_mb', min: 0, step: 1, inputmode: 'numeric' });
   const settingsNote = h('p', { class: 'note', role: 'status' });
-  const zip = h('a', { class: 'button', href: `/api/v1/events/${encodeURIComponent(slug)}/export.zip`, download: `${slug}.zip`, 'data-action': 'download' });
+  const copyButton = h('button', { type: 'button', class: 'secondary', 'data-action': 'copy-link' });
+  const copyFallback = h('input', { type: 'text', readonly: true, class: 'copy-fallback', 'data-testid': 'copy-fallback', hidden: true, 'aria-label': 'URL' });
+  const printButton = h('button', { type: 'button', class: 'secondary', 'data-action': 'print-card' });
+  const shareNote = h('p', { class: 'note', role: 'status' });
+  const quotaShown = h('p', { class: 'hint', 'data-testid': 'quota-shown' });
+  const exportUrl = `/api/v1/events/${encodeURIComponent(slug)}/export.zip`;
+  const zip = h('a', { class: 'button', href: exportUrl, download: `${slug}.zip`, 'data-action': 'download' });
+  const zipHidden = h('a', { class: 'button secondary', href: `${exportUrl}?include_hidden=true`, download: `${slug}-all.zip`, 'data-action': 'download-with-hidden' });
+  const hiddenNote = h('p', { class: 'hint', 'data-testid': 'hidden-note' });
+  // The table card is for paper only: the print style shows it and nothing else.
+  const card = {
+    name: h('h2', { class: 'table-card-name' }),
+    qr: h('img', { class: 'table-card-qr', alt: 'QR', width: 300, height: 300 }),
+    de: h('p', { class: 'table-card-line', lang: 'de' }),
+    en: h('p', { class: 'table-card-line', lang: 'en' }),
+    link: h('p', { class: 'table-card-link' }),
+  };
+  const tableCard = h('section', { class: 'table-card', 'data-testid': 'table-card', 'aria-hidden': 'true' }, card.name, card.qr, card.de, card.en, card.link);
   const showButton = h('button', { type: 'button', 'data-action': 'slideshow' });
   const count = h('p', { class: 'muted' });
   const galleryRoot = h('div', {});
@@ -83,13 +101,48 @@ export async function organiserPage({ slug, event, main, messages }) {
 
   dashboard.append(
     h('p', { class: 'muted who-row' }, labels.who, labels.logout),
-    h('div', { class: 'card share' }, labels.link, qr, joinLink, labels.hint),
-    h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, settingsNote),
-    h('div', { class: 'actions' }, zip, showButton),
+    h('div', { class: 'card share' }, labels.link, qr, joinLink, copyFallback, h('div', { class: 'share-actions' }, copyButton, printButton), shareNote, labels.hint),
+    h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, quotaShown, settingsNote),
+    h('div', { class: 'actions' }, h('div', { class: 'export-group' }, zip, hiddenNote, zipHidden), showButton),
     labels.gallery,
     count,
     galleryRoot,
+    tableCard,
   );
+
+  // Copying the join link: the clipboard where the browser allows it (a secure context), else
+  // the link shown selected, for the organiser to copy by hand.
+  copyButton.addEventListener('click', async () => {
+    const url = current.join_url || '';
+    try {
+      if (!navigator.clipboard?.writeText) throw new Error('no clipboard');
+      await navigator.clipboard.writeText(url);
+      copyFallback.hidden = true;
+      shareNote.textContent = t('link_copied');
+    } catch {
+      copyFallback.value = url;
+      copyFallback.hidden = false;
+      copyFallback.focus();
+      copyFallback.select();
+      shareNote.textContent = t('link_copy_by_hand');
+    }
+  });
+  copyFallback.addEventListener('focus', () => copyFallback.select());
+  printButton.addEventListener('click', () => window.print());
+  quotaInput.addEventListener('input', () => renderQuotaShown());
+
+  // Who sent each photo, under its tile (the gallery draws the tiles; a tile redrawn gets it again).
+  const names = new MutationObserver(() => nameTiles());
+  names.observe(galleryRoot, { childList: true, subtree: true });
+  function nameTiles() {
+    for (const tile of galleryRoot.querySelectorAll('.tile[data-upload-id]')) {
+      const name = gallery?.uploads.get(tile.dataset.uploadId)?.guest?.display_name ?? '';
+      const shown = tile.querySelector(':scope > .tile-by');
+      if (shown?.textContent === name) continue;
+      if (shown) shown.textContent = name;
+      else tile.append(h('p', { class: 'tile-by', 'data-testid': 'tile-by' }, name));
+    }
+  }
 
   async function change(patch) {
     settingsNote.textContent = '';
@@ -116,7 +169,11 @@ export async function organiserPage({ slug, event, main, messages }) {
     labels.quota.textContent = t('quota_per_guest');
     labels.save.textContent = t('save');
     labels.gallery.textContent = t('gallery');
-    zip.textContent = t('download_all');
+    renderCard();
+    renderQuotaShown();
+    renderExport();
+    copyButton.textContent = t('copy_link');
+    printButton.textContent = t('print_card');
     showButton.textContent = t('slideshow');
     if (current.join_url) {
       joinLink.href = current.join_url;
@@ -130,11 +187,40 @@ export async function organiserPage({ slug, event, main, messages }) {
     }
   }
 
+  function renderCard() {
+    card.name.textContent = current.name || '';
+    card.de.textContent = tIn('de', 'card_scan');
+    card.en.textContent = tIn('en', 'card_scan');
+    card.link.textContent = current.join_url || '';
+  }
+
+  /** The quota as guests will read it ("1 GB"), while the organiser types megabytes. */
+  function renderQuotaShown() {
+    const mb = Number(quotaInput.value);
+    quotaShown.textContent = quotaInput.value !== '' && Number.isFinite(mb) && mb >= 0 ? t('quota_guests_see', { size: formatBytes(Math.round(mb * MB), lang()) }) : '';
+  }
+
+  /** Hidden photos stay out of the plain download; the page says how many, and offers both. */
+  function renderExport() {
+    const hidden = gallery ? [...gallery.uploads.values()].filter((u) => u.status === STATUS.HIDDEN).length : 0;
+    const known = Boolean(gallery?.exhausted);
+    zip.textContent = hidden ? t('download_visible') : t('download_all');
+    zipHidden.textContent = t('download_with_hidden');
+    const some = hidden > 0 || (gallery && !known);
+    zipHidden.hidden = !some;
+    hiddenNote.hidden = !some;
+    hiddenNote.dataset.hidden = String(hidden);
+    if (!hidden) hiddenNote.textContent = t('hidden_left_out_unknown');
+    else if (!known) hiddenNote.textContent = t('hidden_left_out_at_least', { n: hidden });
+    else hiddenNote.textContent = hidden === 1 ? t('hidden_left_out_one') : t('hidden_left_out', { n: hidden });
+  }
+
   let gallery = null;
   function showDashboard() {
     loginSection.hidden = true;
     dashboard.hidden = false;
     qr.src = `/e/${encodeURIComponent(slug)}/qr.svg`;
+    card.qr.src = qr.src;
     if (!gallery) {
       gallery = new Gallery({ slug, root: galleryRoot, viewer: () => ({ organiser: true }), messages });
       gallery.onChange(() => renderDashboard());
@@ -144,7 +230,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     renderDashboard();
   }
 
-  const slideshow = new Slideshow(() => gallery);
+  const slideshow = new Slideshow({ gallery: () => gallery, event: () => current, slug });
   showButton.addEventListener('click', () => slideshow.start());
 
   onLangChange(() => {

@@ -1,64 +1,149 @@
-// The organiser's live slideshow: full screen, one photo at a time, a photo that just arrived
-// first, then round again through every ready one. A click, Escape or leaving full screen ends it.
+// The organiser's live slideshow, made for a screen at the venue: full screen, one photo at a
+// time with a cross-fade, the event's name, a corner QR code that invites guests to add theirs,
+// each photo's caption and uploader. Photos that arrive while it runs are queued in arrival order
+// (first in, first out) and shown before the loop through every ready photo goes on. Pause/play,
+// previous/next by buttons or keyboard (space, arrows); the controls fade while nobody touches
+// anything. Escape, the close button or leaving full screen ends it.
 
 import { h, previewUrl, STATUS } from './util.js';
-import { t } from './i18n.js';
+import { t, onLangChange } from './i18n.js';
 
-/** Full screen, one photo at a time, the newest arrivals first, then round again. */
+const SLIDE_MS = 6000;
+const IDLE_MS = 2500;
+/** How many shown ids `data-shown` and the back history keep. */
+const HISTORY = 100;
+
 export class Slideshow {
-  /** @param {() => import('./gallery.js').Gallery | null} gallery the photos to show, once loaded */
-  constructor(gallery) {
+  /**
+   * @param {object} o
+   * @param {() => import('./gallery.js').Gallery | null} o.gallery the photos to show, once loaded
+   * @param {() => {name?: string}} o.event the event as last read (its name is shown)
+   * @param {string} o.slug the event's slug (for its join QR code)
+   */
+  constructor({ gallery, event, slug }) {
     this.gallery = gallery;
-    this.el = h('div', { class: 'slideshow', hidden: true, 'data-testid': 'slideshow' });
-    this.img = h('img', { alt: '' });
-    this.caption = h('p', { class: 'slide-caption' });
+    this.event = event;
+    this.slug = slug;
+    // The current photo is the first <img>; the outgoing one fades out beneath it.
+    this.img = h('img', { class: 'slide slide-current', alt: '' });
+    this.leaving = h('img', { class: 'slide slide-leaving', alt: '', 'aria-hidden': 'true' });
+    this.title = h('h2', { class: 'slide-event', 'data-testid': 'slide-event' });
+    this.qr = h('img', { class: 'slide-qr-img', alt: '', width: 160, height: 160, 'data-testid': 'slide-qr' });
+    this.qrLabel = h('p', { class: 'slide-qr-label' });
+    this.text = h('p', { class: 'slide-text', 'data-testid': 'slide-caption' });
+    this.by = h('p', { class: 'slide-by', 'data-testid': 'slide-by' });
     this.empty = h('p', { class: 'slide-empty' });
-    this.el.append(this.img, this.caption, this.empty);
-    this.el.addEventListener('click', () => this.stop());
-    document.addEventListener('keydown', (e) => {
-      if (e.key === 'Escape' && !this.el.hidden) this.stop();
-    });
+    this.prevButton = h('button', { type: 'button', class: 'slide-button', 'data-action': 'slide-prev' }, '‹');
+    this.playButton = h('button', { type: 'button', class: 'slide-button slide-play', 'data-action': 'slide-play' });
+    this.nextButton = h('button', { type: 'button', class: 'slide-button', 'data-action': 'slide-next' }, '›');
+    this.closeButton = h('button', { type: 'button', class: 'slide-button slide-close', 'data-action': 'slide-close' }, '✕');
+    this.el = h(
+      'div',
+      { class: 'slideshow', hidden: true, 'data-testid': 'slideshow', 'data-state': 'playing', 'data-shown': '' },
+      this.img,
+      this.leaving,
+      h('div', { class: 'slide-top' }, this.title),
+      h('div', { class: 'slide-qr' }, this.qr, this.qrLabel),
+      h('div', { class: 'slide-caption' }, this.text, this.by),
+      this.empty,
+      h('div', { class: 'slide-controls' }, this.prevButton, this.playButton, this.nextButton, this.closeButton),
+    );
+    // The new photo fades in once it has loaded, over the old one fading out.
+    this.img.addEventListener('load', () => this.fadeIn());
+    this.img.addEventListener('error', () => this.fadeIn());
+    this.prevButton.addEventListener('click', () => this.previous());
+    this.nextButton.addEventListener('click', () => this.next());
+    this.playButton.addEventListener('click', () => this.toggle());
+    this.closeButton.addEventListener('click', () => this.stop());
+    for (const type of ['pointermove', 'pointerdown', 'touchstart']) this.el.addEventListener(type, () => this.wake(), { passive: true });
+    document.addEventListener('keydown', (e) => this.key(e));
     document.addEventListener('fullscreenchange', () => {
       if (!document.fullscreenElement && !this.el.hidden) this.stop();
     });
+    onLangChange(() => this.renderWords());
     document.body.append(this.el);
+
+    /** New arrivals not shown yet, oldest first. */
     this.fresh = [];
+    /** Ids shown, oldest first, and where in that list the screen is (for previous/next). */
+    this.history = [];
+    this.pos = -1;
     this.index = 0;
     this.timer = null;
+    this.idleTimer = null;
+    this.paused = false;
+    this.renderWords();
+  }
+
+  get running() {
+    return !this.el.hidden;
   }
 
   ready() {
     const g = this.gallery();
-    return g ? g.order.map((id) => g.uploads.get(id)).filter((u) => u && u.status === STATUS.READY && previewUrl(u)) : [];
+    return g ? g.order.map((id) => g.uploads.get(id)).filter((u) => showable(u)) : [];
   }
 
   start() {
     this.el.hidden = false;
     this.index = 0;
+    this.fresh = [];
+    this.history = [];
+    this.pos = -1;
+    this.el.dataset.shown = '';
+    this.paused = false;
+    this.title.textContent = this.event()?.name || '';
+    // Organiser-only, like this page: the cookie goes with the <img>.
+    this.qr.src = `/e/${encodeURIComponent(this.slug)}/qr.svg`;
+    this.renderWords();
     this.el.requestFullscreen?.().catch(() => {});
+    this.wake();
     this.next();
   }
 
   stop() {
     clearTimeout(this.timer);
+    clearTimeout(this.idleTimer);
     this.el.hidden = true;
     if (document.fullscreenElement) document.exitFullscreen().catch(() => {});
   }
 
-  /** A photo that just became ready jumps the line. */
+  /** A photo that just became ready waits its turn behind earlier arrivals, never lost. */
   arrived(u) {
-    if (this.el.hidden) return;
+    if (!this.running || this.fresh.some((x) => x.id === u.id)) return;
     this.fresh.push(u);
-    if (this.fresh.length === 1) this.next();
+    // A photo from the loop gives way at once; an earlier arrival keeps its full time.
+    if (!this.paused && this.fresh.length === 1 && !this.showingFresh) this.next();
   }
 
+  toggle() {
+    this.paused = !this.paused;
+    this.renderWords();
+    this.schedule();
+  }
+
+  /** The next photo: the oldest arrival not shown yet, else forward in history, else the loop. */
   next() {
-    clearTimeout(this.timer);
-    if (this.el.hidden) return;
+    if (!this.running) return;
     const g = this.gallery();
-    let u = this.fresh.shift();
-    // Hidden or deleted since it arrived: skip it.
-    while (u && g?.uploads.get(u.id)?.status !== STATUS.READY) u = this.fresh.shift();
+    let u = null;
+    let fresh = false;
+    while (this.fresh.length && !u) {
+      const candidate = this.fresh.shift();
+      // Hidden or deleted since it arrived: skip it.
+      const now = g?.uploads.get(candidate.id) ?? candidate;
+      if (showable(now)) {
+        u = now;
+        fresh = true;
+      }
+    }
+    if (!u && this.pos < this.history.length - 1) {
+      this.pos += 1;
+      u = this.lookup(this.history[this.pos]);
+      if (!u) return this.next();
+      this.show(u, false);
+      return;
+    }
     if (!u) {
       const all = this.ready();
       if (all.length) {
@@ -66,13 +151,103 @@ export class Slideshow {
         this.index += 1;
       }
     }
+    if (u) {
+      this.history.push(u.id);
+      if (this.history.length > HISTORY) this.history.shift();
+      this.pos = this.history.length - 1;
+      this.el.dataset.shown = this.history.join(' ');
+    }
+    this.show(u, fresh);
+  }
+
+  /** Back through what was shown. */
+  previous() {
+    if (!this.running || this.pos <= 0) return;
+    this.pos -= 1;
+    const u = this.lookup(this.history[this.pos]);
+    if (u) this.show(u, false);
+    else this.previous();
+  }
+
+  lookup(id) {
+    const u = this.gallery()?.uploads.get(id);
+    return showable(u) ? u : null;
+  }
+
+  show(u, fresh) {
+    this.showingFresh = fresh;
+    this.current = u;
     this.empty.textContent = u ? '' : t('slideshow_empty');
     this.empty.hidden = Boolean(u);
-    if (u) {
+    this.el.dataset.current = u?.id ?? '';
+    if (u && this.img.dataset.uploadId !== u.id) {
+      // The photo on screen now moves to the layer beneath and fades out as the new one loads.
+      if (this.img.currentSrc) {
+        this.leaving.src = this.img.currentSrc;
+        this.leaving.classList.remove('out');
+        this.leaving.hidden = false;
+      }
+      this.img.classList.add('in');
       this.img.src = previewUrl(u);
       this.img.dataset.uploadId = u.id;
-      this.caption.textContent = [u.guest?.display_name, u.caption].filter(Boolean).join(' · ');
     }
-    this.timer = setTimeout(() => this.next(), 6000);
+    this.img.hidden = !u;
+    this.text.textContent = u?.caption || '';
+    this.renderBy();
+    this.schedule();
   }
+
+  fadeIn() {
+    // Next frame, so the browser has painted the starting opacity and the transition runs.
+    requestAnimationFrame(() => {
+      this.img.classList.remove('in');
+      this.leaving.classList.add('out');
+    });
+  }
+
+  schedule() {
+    clearTimeout(this.timer);
+    this.el.dataset.state = this.paused ? 'paused' : 'playing';
+    if (!this.paused && this.running) this.timer = setTimeout(() => this.next(), SLIDE_MS);
+  }
+
+  key(e) {
+    if (!this.running) return;
+    // A focused control answers Space and Enter itself.
+    if ((e.key === ' ' || e.key === 'Enter') && e.target instanceof HTMLButtonElement && this.el.contains(e.target)) return;
+    const actions = { Escape: () => this.stop(), ' ': () => this.toggle(), ArrowRight: () => this.next(), ArrowLeft: () => this.previous() };
+    const action = actions[e.key];
+    if (!action) return;
+    e.preventDefault();
+    this.wake();
+    action();
+  }
+
+  /** Shows the controls (and the pointer) for a moment after any touch, move or key. */
+  wake() {
+    this.el.classList.remove('idle');
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.el.classList.add('idle'), IDLE_MS);
+  }
+
+  renderWords() {
+    this.qrLabel.textContent = t('slide_add_photos');
+    this.qr.alt = t('slide_add_photos');
+    this.prevButton.setAttribute('aria-label', t('previous'));
+    this.nextButton.setAttribute('aria-label', t('next'));
+    this.closeButton.setAttribute('aria-label', t('close'));
+    this.playButton.textContent = this.paused ? '▶' : '❚❚';
+    this.playButton.setAttribute('aria-label', this.paused ? t('slide_play') : t('slide_pause'));
+    if (!this.img.dataset.uploadId || this.img.hidden) this.empty.textContent = t('slideshow_empty');
+    this.renderBy();
+  }
+
+  renderBy() {
+    const name = this.current?.guest?.display_name;
+    this.by.textContent = name ? t('by', { name }) : '';
+  }
+}
+
+function showable(u) {
+  return Boolean(u && u.status === STATUS.READY && previewUrl(u));
 }

@@ -368,6 +368,27 @@ async fn media_urls_work_with_the_cookie_alone(backend: Backend) {
     }
 }
 
+/// The organiser hides `hidden`; its uploader deletes `deleted`.
+async fn hide_one_delete_another(
+    app: &TestApp,
+    organiser: &str,
+    uploader: &common::Guest,
+    hidden: &str,
+    deleted: &str,
+) {
+    let response = app
+        .client
+        .patch(app.url(&format!("/api/v1/uploads/{hidden}")))
+        .bearer_auth(organiser)
+        .json(&json!({"hidden": true}))
+        .send()
+        .await;
+    assert_eq!(response.expect("PATCH").status(), StatusCode::OK);
+    let response =
+        app.client.delete(app.url(&format!("/api/v1/uploads/{deleted}"))).bearer_auth(&uploader.token).send().await;
+    assert_eq!(response.expect("DELETE").status(), StatusCode::NO_CONTENT);
+}
+
 async fn export_zip_holds_exactly_the_visible_originals(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
@@ -386,17 +407,7 @@ async fn export_zip_holds_exactly_the_visible_originals(backend: Backend) {
         visible.insert(body["id"].as_str().expect("id").to_owned(), photo);
     }
     // One hidden, one deleted: neither belongs in the archive.
-    let response = app
-        .client
-        .patch(app.url(&format!("/api/v1/uploads/{}", ids[1])))
-        .bearer_auth(&organiser)
-        .json(&json!({"hidden": true}))
-        .send()
-        .await;
-    assert_eq!(response.expect("PATCH").status(), StatusCode::OK);
-    let response =
-        app.client.delete(app.url(&format!("/api/v1/uploads/{}", ids[2]))).bearer_auth(&anna.token).send().await;
-    assert_eq!(response.expect("DELETE").status(), StatusCode::NO_CONTENT);
+    hide_one_delete_another(&app, &organiser, &anna, &ids[1], &ids[2]).await;
     visible.remove(&ids[1]);
     visible.remove(&ids[2]);
 
@@ -414,6 +425,57 @@ async fn export_zip_holds_exactly_the_visible_originals(backend: Backend) {
     let mut names: Vec<&String> = entries.keys().collect();
     names.sort();
     assert_eq!(names, vec!["Anna - IMG_0001.jpg", "Ben - IMG_0001.jpg"]);
+}
+
+async fn export_zip_includes_hidden_photos_only_on_request(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let anna = app.join(&event, "Anna").await;
+    let organiser = app.organiser_login(&event).await;
+    let mut ids = Vec::new();
+    for (i, name) in ["shown.jpg", "hidden.jpg", "deleted.jpg"].into_iter().enumerate() {
+        let form = upload_form(&images::jpeg(100 + i as u32 * 10, 80), Some(Uuid::new_v4()), name, None);
+        let response = app.upload_form(&anna, form, None).await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let body: Value = response.json().await.expect("json");
+        ids.push(body["id"].as_str().expect("id").to_owned());
+    }
+    hide_one_delete_another(&app, &organiser, &anna, &ids[1], &ids[2]).await;
+
+    let export = |query: &str| format!("/api/v1/events/{}/export.zip{query}", event.slug);
+    let names = |entries: HashMap<String, Vec<u8>>| {
+        let mut names: Vec<String> = entries.into_keys().collect();
+        names.sort();
+        names
+    };
+    for query in ["", "?include_hidden=false", "?include_hidden="] {
+        let (status, _, zip) = get_bytes(&app, &export(query), &organiser).await;
+        assert_eq!(status, StatusCode::OK, "{query}");
+        assert_eq!(names(unzip(zip).await), vec!["Anna - shown.jpg"], "by default only the visible photo ({query:?})");
+    }
+    let (status, headers, zip) = get_bytes(&app, &export("?include_hidden=true"), &organiser).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "application/zip");
+    assert_eq!(
+        names(unzip(zip).await),
+        vec!["Anna - hidden.jpg", "Anna - shown.jpg"],
+        "hidden on request, never deleted"
+    );
+
+    let response = app.client.get(app.url(&export("?include_hidden=yes"))).bearer_auth(&organiser).send().await;
+    assert_problem(response.expect("GET"), StatusCode::BAD_REQUEST, "invalid_request").await;
+    let response = app
+        .client
+        .get(app.url(&export("?include_hidden=true&include_hidden=true")))
+        .bearer_auth(&organiser)
+        .send()
+        .await;
+    assert_problem(response.expect("GET"), StatusCode::BAD_REQUEST, "invalid_request").await;
+    // The guests' side stays closed whatever the query says.
+    let response = app.client.get(app.url(&export("?include_hidden=true"))).bearer_auth(&anna.token).send().await;
+    assert_problem(response.expect("GET"), StatusCode::FORBIDDEN, "forbidden").await;
+    let response = app.client.get(app.url(&export("?include_hidden=yes"))).send().await;
+    assert_problem(response.expect("GET"), StatusCode::UNAUTHORIZED, "unauthenticated").await;
 }
 
 /// Every entry of a ZIP archive, by name.
@@ -572,6 +634,7 @@ every_store!(
     guests_get_403_on_organiser_endpoints,
     media_urls_work_with_the_cookie_alone,
     export_zip_holds_exactly_the_visible_originals,
+    export_zip_includes_hidden_photos_only_on_request,
     a_restart_finishes_the_derivatives_the_last_run_did_not_make,
     a_photo_deleted_before_its_derivatives_gets_none,
     the_live_stream_tells_of_new_and_removed_photos,

@@ -180,19 +180,26 @@ impl Db {
         )
     }
 
-    /// What an export holds: the event's visible uploads (not hidden, not deleted), oldest
-    /// first, a page at a time after `after`.
-    pub async fn export_page(&self, event_id: Uuid, after: Option<Uuid>, limit: i64) -> sqlx::Result<Vec<UploadRow>> {
+    /// What an export holds: the event's visible uploads (not hidden, not deleted), and the
+    /// hidden ones too when asked, oldest first, a page at a time after `after`.
+    pub async fn export_page(
+        &self,
+        event_id: Uuid,
+        after: Option<Uuid>,
+        limit: i64,
+        include_hidden: bool,
+    ) -> sqlx::Result<Vec<UploadRow>> {
         read_uploads!(
             self,
             "export page",
             fetch_all,
-            "WHERE u.event_id = $2 AND u.deleted_at IS NULL AND u.hidden = FALSE AND u.id > $3
+            "WHERE u.event_id = $2 AND u.deleted_at IS NULL AND (u.hidden = FALSE OR $5) AND u.id > $3
              ORDER BY u.id LIMIT $4",
             None::<Uuid>,
             event_id,
             after.unwrap_or(Uuid::nil()),
             limit,
+            include_hidden,
         )
     }
 

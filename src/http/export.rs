@@ -1,4 +1,5 @@
-//! `export.zip`: the organiser takes the event's visible originals home, one entry each.
+//! `export.zip`: the organiser takes the event's visible originals home, one entry each (and the
+//! hidden ones too, on request).
 //!
 //! The archive is written while it is sent: a task reads the uploads a page at a time, streams
 //! each original from storage into a ZIP entry (stored, not compressed: photos do not shrink)
@@ -11,13 +12,16 @@ use std::collections::{HashMap, HashSet};
 use async_zip::tokio::write::ZipFileWriter;
 use async_zip::{Compression, ZipDateTime, ZipEntryBuilder};
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use futures_lite::AsyncWriteExt;
 use futures_util::StreamExt;
+use serde::Deserialize;
 use tokio::io::DuplexStream;
 use tokio_util::io::ReaderStream;
+use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
@@ -35,10 +39,20 @@ pub fn routes() -> OpenApiRouter<AppState> {
 const PIPE_BYTES: usize = 256 * 1024;
 const PAGE: i64 = 200;
 
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ExportParams {
+    /// `true`: hidden photos are included too (the organiser keeps everything); `false` or absent: only
+    /// the visible ones. Any other value: 400 `invalid_request`.
+    #[param(value_type = Option<bool>)]
+    include_hidden: Option<String>,
+}
+
 /// Download the event's photos (organiser)
 ///
 /// The event's organiser takes the visible originals home as one ZIP archive: one entry per upload that is neither
-/// hidden nor deleted (whether `processing`, `ready` or `failed`), and nothing else. Entries are the original
+/// hidden nor deleted (whether `processing`, `ready` or `failed`), and nothing else; with `include_hidden=true`,
+/// hidden uploads too (never deleted ones). Entries are the original
 /// bytes, stored (not compressed), oldest upload first, named `<display name> - <file name without its
 /// extension>.<jpg|png|gif|webp>`: the extension comes from the stored image format, never from the guest's file
 /// name; Unicode format characters (bidi overrides, zero-width…), control characters and `<>:"/\|?*` are removed,
@@ -53,7 +67,7 @@ const PAGE: i64 = 200;
     operation_id = "exportEvent",
     tag = "media",
     security(("organiserBearer" = []), ("organiserCookie" = [])),
-    params(SlugParam),
+    params(SlugParam, ExportParams),
     responses(
         (status = 200, description = "The archive, streamed.", content_type = "application/zip", body = inline(schemas::Zip), headers(("Content-Disposition" = String, description = "`attachment; filename=\"confetti-{slug}.zip\"`."), ("Cache-Control" = String, description = "`no-store`."))),
         ExportEventRefusals,
@@ -63,17 +77,25 @@ async fn export(
     State(state): State<AppState>,
     Organiser(event): Organiser,
     Path(slug): Path<String>,
+    params: Result<Query<ExportParams>, QueryRejection>,
 ) -> ApiResult<Response> {
     let slug = EventSlug::parse(&slug)?;
     if event.slug != slug.as_str() {
         return Err(ApiError::Forbidden);
     }
+    // Read after the credential and the slug, so a stranger learns nothing from a bad query.
+    let Query(params) = params.map_err(|rejection| ApiError::InvalidRequest(rejection.body_text()))?;
+    let include_hidden = match params.include_hidden.as_deref() {
+        None | Some("" | "false") => false,
+        Some("true") => true,
+        Some(_) => return Err(ApiError::InvalidRequest("`include_hidden` must be `true` or `false`".into())),
+    };
     let (writer, reader) = tokio::io::duplex(PIPE_BYTES);
     let (outcome, failed) = tokio::sync::oneshot::channel::<std::io::Error>();
     let event_id = event.id;
     tokio::spawn(async move {
-        match write_archive(&state, event_id, writer).await {
-            Ok(entries) => tracing::info!(%event_id, entries, "export sent"),
+        match write_archive(&state, event_id, include_hidden, writer).await {
+            Ok(entries) => tracing::info!(%event_id, entries, include_hidden, "export sent"),
             Err(e) => {
                 tracing::warn!(%event_id, error = %e, "export stopped");
                 let _ = outcome.send(std::io::Error::other(e));
@@ -98,14 +120,19 @@ async fn export(
     Ok(response)
 }
 
-/// Writes every visible original of the event; returns how many.
-async fn write_archive(state: &AppState, event_id: Uuid, pipe: DuplexStream) -> anyhow::Result<usize> {
+/// Writes every visible original of the event (and the hidden ones when asked); returns how many.
+async fn write_archive(
+    state: &AppState,
+    event_id: Uuid,
+    include_hidden: bool,
+    pipe: DuplexStream,
+) -> anyhow::Result<usize> {
     let mut zip = ZipFileWriter::with_tokio(pipe);
     let mut names = EntryNames::default();
     let mut after = None;
     let mut entries = 0;
     loop {
-        let page = state.db.export_page(event_id, after, PAGE).await?;
+        let page = state.db.export_page(event_id, after, PAGE, include_hidden).await?;
         let Some(last) = page.last() else {
             break;
         };
@@ -247,6 +274,7 @@ mod tests;
 refusals!(ExportEventRefusals {
     401 => shared("Unauthenticated"),
     403 => problem("`forbidden`: a guest, or the organiser of another event (also when the slug names no event).", &[Forbidden]),
+    400 => problem("`include_hidden` is neither `true` nor `false`, or given twice (checked after the credential).", &[InvalidRequest]),
     404 => problem("The slug is not a well-formed slug (checked after the credential).", &[EventNotFound]),
     500 => shared("Internal"),
 });
