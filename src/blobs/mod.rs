@@ -172,7 +172,7 @@ impl BlobStore {
                 health: Arc::default(),
                 multipart: None,
             }),
-            Some(url) if url.starts_with("s3://") => Self::s3(url, AmazonS3Builder::from_env()),
+            Some(url) if url.starts_with("s3://") => Self::s3(url, s3_settings_from_env()),
             Some(dir) => Self::local(dir.strip_prefix("file://").unwrap_or(dir).into()),
         }
     }
@@ -484,6 +484,18 @@ impl BlobWriter {
             To::S3(s3) => s3.abort().await,
             To::Store(multipart) => multipart.abort().await,
         }
+    }
+}
+
+/// The `AWS_*` environment. Request bodies are sent without their SHA-256 in the signature
+/// (`UNSIGNED-PAYLOAD`) unless `AWS_UNSIGNED_PAYLOAD` says otherwise: TLS to the store already
+/// protects them, and hashing every body for the signature cost a fifth of the S3 throughput
+/// (`docs/benchmarks.md`, "Scale-out"). The request itself stays signed.
+fn s3_settings_from_env() -> AmazonS3Builder {
+    let settings = AmazonS3Builder::from_env();
+    match std::env::var_os("AWS_UNSIGNED_PAYLOAD") {
+        Some(_) => settings,
+        None => settings.with_unsigned_payload(true),
     }
 }
 

@@ -219,7 +219,8 @@ struct Shared {
 
 /// The photo store in `server`'s bucket, reached as an operator's `AWS_*` settings would.
 pub fn s3_store(server: &s3::S3Server) -> confetti::blobs::BlobStore {
-    let mut settings = object_store::aws::AmazonS3Builder::new();
+    // As `confetti serve` reaches a bucket by default: bodies unsigned (see `BlobStore::open`).
+    let mut settings = object_store::aws::AmazonS3Builder::new().with_unsigned_payload(true);
     for (key, value) in server.env() {
         if let Ok(key) = key.to_ascii_lowercase().parse() {
             settings = settings.with_config(key, value);
