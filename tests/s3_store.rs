@@ -93,3 +93,71 @@ async fn readiness_fails_while_the_bucket_is_gone_and_names_the_store() {
     readiness_becomes(&app, StatusCode::OK, Duration::from_secs(8)).await;
     app.stop().await;
 }
+
+/// A TLS endpoint in front of the S3 server: haproxy terminating TLS with a self-signed
+/// certificate. Killed when dropped.
+struct TlsFront {
+    process: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl TlsFront {
+    fn start(plain_endpoint: &str) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pem = common::tls::self_signed_pem(dir.path());
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
+        let backend = plain_endpoint.trim_start_matches("http://");
+        let config = dir.path().join("tls.cfg");
+        std::fs::write(
+            &config,
+            format!(
+                "defaults\n  mode tcp\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
+                 frontend tls\n  bind 127.0.0.1:{port} ssl crt {}\n  default_backend s3\n\
+                 backend s3\n  server s3 {backend}\n",
+                pem.display()
+            ),
+        )
+        .expect("haproxy config");
+        let process = std::process::Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("haproxy is installed (scripts/test.sh installs it)");
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(10), "haproxy did not listen within 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { process, port, _dir: dir }
+    }
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+/// Confetti reaches S3 over TLS with rustls on ring (`blobs::tls`): a store behind TLS answers
+/// when its certificate is accepted, and a certificate nobody vouches for stops the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bucket_behind_tls_is_reached_and_its_certificate_is_checked() {
+    let server = S3Server::start();
+    let plain = server.env().into_iter().find(|(k, _)| *k == "AWS_ENDPOINT").expect("endpoint").1;
+    let front = TlsFront::start(&plain);
+    let over_tls = || settings_for(&server).with_endpoint(format!("https://localhost:{}", front.port));
+
+    let trusting =
+        over_tls().with_client_options(object_store::ClientOptions::new().with_allow_invalid_certificates(true));
+    let blobs = BlobStore::s3(&server.storage_url(), trusting).expect("store");
+    assert_eq!(start_error(blobs).await, None, "the bucket answers through TLS");
+
+    let blobs = BlobStore::s3(&server.storage_url(), over_tls()).expect("store");
+    let error = start_error(blobs).await.expect("a self-signed certificate is refused");
+    assert!(error.contains("the photo store does not answer"), "{error}");
+}

@@ -9,6 +9,7 @@
 
 mod local_writer;
 mod s3_writer;
+mod tls;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -183,6 +184,7 @@ impl BlobStore {
         let rest = url.strip_prefix("s3://").unwrap_or(url);
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         anyhow::ensure!(!bucket.is_empty(), "the storage URL {url:?} names no bucket");
+        tls::install_provider();
         let s3 = Arc::new(settings.with_bucket_name(bucket).build()?);
         let prefix = prefix.trim_matches('/').to_owned();
         let store: Arc<dyn ObjectStore> = if prefix.is_empty() {

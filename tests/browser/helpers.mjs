@@ -4,7 +4,7 @@
 // holds afterwards.
 //
 // The server binary: $CONFETTI_BIN, else <repo>/target/debug/confetti. This harness builds
-// nothing: scripts/test.sh runs `cargo build` first (so does anyone running `node --test` here
+// nothing: scripts/test.sh builds it first with the Rust tests (so does anyone running `node --test` here
 // by hand). The browser: $CHROMIUM, else /usr/bin/chromium.
 
 import { spawn, execFileSync } from 'node:child_process';

@@ -7,6 +7,7 @@ pub mod failing_store;
 pub mod fault_proxy;
 pub mod images;
 pub mod s3;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

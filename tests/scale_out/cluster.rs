@@ -168,26 +168,6 @@ pub fn haproxy_config() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/haproxy.cfg")
 }
 
-/// A self-signed certificate for 127.0.0.1 and localhost, with its key, in one PEM file (as
-/// haproxy's `crt` wants it).
-pub fn self_signed_pem(dir: &Path) -> PathBuf {
-    let (cert, key, pem) = (dir.join("lb-cert.pem"), dir.join("lb-key.pem"), dir.join("lb.pem"));
-    let output = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
-        .args(["-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .unwrap_or_else(|e| panic!("this test makes its certificate with openssl: {e}"));
-    assert!(output.status.success(), "openssl req failed: {}", String::from_utf8_lossy(&output.stderr));
-    let mut both = std::fs::read(&cert).expect("certificate");
-    both.extend(std::fs::read(&key).expect("key"));
-    std::fs::write(&pem, both).expect("PEM");
-    pem
-}
-
 impl Haproxy {
     /// Starts haproxy in the foreground on free loopback ports, balancing over `backends`
     /// (`LB_BACKEND_1`, `LB_BACKEND_2`, …), and waits until it accepts connections.
@@ -198,7 +178,7 @@ impl Haproxy {
                  scripts/test.sh installs it (apt-get install -y haproxy)"
             )
         });
-        let pem = self_signed_pem(dir);
+        let pem = crate::common::tls::self_signed_pem(dir);
         let https_port = free_port();
         let admin_socket = dir.join("haproxy-admin.sock");
         let log = dir.join("haproxy.log");
