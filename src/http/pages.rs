@@ -1,7 +1,7 @@
 //! The web page and the API reference, embedded in the binary: `/` and every event link
 //! serve the same page (its ES modules decide what to show); `/static/…` its files;
-//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser and the admin.
-//! Not part of the API, so not in its reference (`http::openapi`).
+//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser and the admin;
+//! `/admin` the admin's page. Not part of the API, so not in its reference (`http::openapi`).
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -39,6 +39,8 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("lightbox.js", JS, include_str!("../../static/lightbox.js")),
     ("moderation.js", JS, include_str!("../../static/moderation.js")),
     ("slideshow.js", JS, include_str!("../../static/slideshow.js")),
+    ("admin.js", JS, include_str!("../../static/admin.js")),
+    ("admin-event-view.js", JS, include_str!("../../static/admin-event-view.js")),
 ];
 
 pub fn routes() -> Router<AppState> {
@@ -47,6 +49,7 @@ pub fn routes() -> Router<AppState> {
         .route("/e/{slug}", get(index))
         .route("/e/{slug}/organiser", get(index))
         .route("/e/{slug}/qr.svg", get(join_qr_code))
+        .route("/admin", get(index))
         .route("/static/{file}", get(static_file))
 }
 
