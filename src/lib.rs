@@ -20,6 +20,8 @@ pub mod db;
 pub mod domain;
 /// `ApiError` and its problem+json rendering.
 pub mod error;
+/// Deleting an event: gone at once for everyone, its photos removed from the store by blob jobs.
+pub mod event_deletion;
 /// Creating events and their join links.
 pub mod events;
 /// `confetti healthcheck` for container health checks.

@@ -1,10 +1,11 @@
-// Entry point: finds out which page this is (home, a guest's event page, an organiser's),
-// loads the event and hands over to that page, with the page's message area.
+// Entry point: finds out which page this is (home, a guest's event page, an organiser's, the
+// admin's), loads the event and hands over to that page, with the page's message area.
 
 import { h, api, ApiError, routeOf } from './util.js';
 import { t, applyStatic, toggleLang, onLangChange } from './i18n.js';
 import { guestPage } from './guest.js';
 import { organiserPage } from './organiser.js';
+import { adminPage } from './admin.js';
 import { MessageArea } from './messages.js';
 
 const main = document.getElementById('main');
@@ -23,6 +24,12 @@ renderChrome();
 
 async function start() {
   const route = routeOf(location);
+  if (route.page === 'admin') {
+    document.body.classList.add('admin');
+    await adminPage({ main, title, messages });
+    document.body.dataset.ready = 'true';
+    return;
+  }
   if (route.page === 'home') {
     main.replaceChildren(h('section', { class: 'card' }, h('p', { 'data-i18n': 'tagline' }, t('tagline')), h('p', { 'data-i18n': 'need_link' }, t('need_link'))));
     return;

@@ -69,14 +69,15 @@ async function failureOf(response) {
 }
 
 /**
- * Calls the JSON API with the page's cookies. Writes carry an `Idempotency-Key` made once per
- * call and kept for every try, so a write whose answer was lost is sent again without the work
- * being done twice: the server answers the repeat with the first answer. Temporary failures
+ * Calls the JSON API with the page's cookies (or, given `token`, as that bearer: the admin's
+ * page). Writes carry an `Idempotency-Key` made once per call and kept for every try, so a
+ * write whose answer was lost is sent again without the work being done twice: the server answers the repeat with the first answer. Temporary failures
  * are tried again as the retry policy says (`INTERACTIVE` unless `policy` is given).
  */
-export async function api(method, path, body, { policy = INTERACTIVE } = {}) {
+export async function api(method, path, body, { policy = INTERACTIVE, token } = {}) {
   const write = method !== 'GET' && method !== 'HEAD';
   const headers = { Accept: 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (write) headers['Idempotency-Key'] = uuid();
   const init = { method, headers, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body) };
@@ -144,8 +145,9 @@ export function previewUrl(u) {
   return u.urls?.preview || u.urls?.original;
 }
 
-/** The slug in `/e/{slug}` or `/e/{slug}/organiser`, or null on other pages. */
+/** The page: `/admin`, or the slug in `/e/{slug}` or `/e/{slug}/organiser`; else home. */
 export function routeOf(location) {
+  if (/^\/admin\/?$/.test(location.pathname)) return { page: 'admin' };
   const m = /^\/e\/([^/]+)(\/organiser)?\/?$/.exec(location.pathname);
   if (!m) return { page: 'home' };
   return { page: m[2] ? 'organiser' : 'guest', slug: decodeURIComponent(m[1]) };

@@ -74,6 +74,8 @@ const NOT_PROBLEMS: &[(&str, &str, &str)] = &[];
 const KEYED_WRITES: &[(&str, &str, &str)] = &[
     ("post", "/api/v1/events", "201"),
     ("patch", "/api/v1/events/{slug}", "200"),
+    ("post", "/api/v1/events/{slug}/organiser-password", "204"),
+    ("delete", "/api/v1/events/{slug}", "204"),
     ("delete", "/api/v1/uploads/{id}", "204"),
     ("patch", "/api/v1/uploads/{id}", "200"),
     ("delete", "/api/v1/uploads/{id}/like", "200"),
@@ -720,6 +722,10 @@ impl Writer<'_> {
                 builder.bearer_auth(ADMIN_TOKEN).json(&json!({"name": "E", "organiser_password": "correct horse"}))
             }
             ("patch", "/api/v1/events/{slug}") => builder.bearer_auth(self.organiser).json(&json!({"name": "Renamed"})),
+            ("post", "/api/v1/events/{slug}/organiser-password") => {
+                builder.bearer_auth(ADMIN_TOKEN).json(&json!({"password": "a new password"}))
+            }
+            ("delete", "/api/v1/events/{slug}") => builder.bearer_auth(ADMIN_TOKEN),
             ("patch", "/api/v1/uploads/{id}") => builder.bearer_auth(self.organiser).json(&json!({"hidden": true})),
             ("post", "/api/v1/uploads/{id}/comments") => {
                 builder.bearer_auth(&self.guest.token).json(&json!({"text": "Hi"}))

@@ -28,17 +28,18 @@ macro_rules! event_select {
         "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at, e.storage_cap_bytes, e.used_bytes FROM events e "
     };
 }
+pub(crate) use event_select;
 
 impl Db {
     pub async fn event_by_slug(&self, slug: &str) -> sqlx::Result<Option<EventRow>> {
-        on_db!(self, pool => sqlx::query_as(concat!(event_select!(), "WHERE e.slug = $1"))
+        on_db!(self, pool => sqlx::query_as(concat!(event_select!(), "WHERE e.slug = $1 AND e.deleted_at IS NULL"))
             .bind(slug)
             .fetch_optional(pool)
             .await)
     }
 
     pub async fn event_by_id(&self, id: Uuid) -> sqlx::Result<Option<EventRow>> {
-        on_db!(self, pool => sqlx::query_as(concat!(event_select!(), "WHERE e.id = $1"))
+        on_db!(self, pool => sqlx::query_as(concat!(event_select!(), "WHERE e.id = $1 AND e.deleted_at IS NULL"))
             .bind(id)
             .fetch_optional(pool)
             .await)
@@ -80,7 +81,7 @@ impl Db {
     pub async fn organiser_event(&self, token_hash: &[u8]) -> sqlx::Result<Option<EventRow>> {
         on_db!(self, pool => sqlx::query_as(concat!(
             event_select!(),
-            "JOIN organiser_sessions s ON s.event_id = e.id WHERE s.token_hash = $1 AND s.expires_at > $2"
+            "JOIN organiser_sessions s ON s.event_id = e.id WHERE s.token_hash = $1 AND s.expires_at > $2 AND e.deleted_at IS NULL"
         ))
         .bind(token_hash)
         .bind(Utc::now())
@@ -141,7 +142,7 @@ impl Tx {
             "UPDATE events SET name = COALESCE($2, name), uploads_open = COALESCE($3, uploads_open),
                                guest_quota_bytes = COALESCE($4, guest_quota_bytes),
                                storage_cap_bytes = COALESCE($5, storage_cap_bytes)
-             WHERE id = $1",
+             WHERE id = $1 AND deleted_at IS NULL",
         )
         .bind(id)
         .bind(&change.name)

@@ -27,7 +27,7 @@ macro_rules! guest_select {
         "SELECT g.id, g.event_id, e.slug AS event_slug, g.display_name, g.used_bytes,
                 e.guest_quota_bytes AS quota_bytes, e.uploads_open,
                 e.storage_cap_bytes AS event_storage_cap_bytes, e.used_bytes AS event_used_bytes
-         FROM guests g JOIN events e ON e.id = g.event_id "
+         FROM guests g JOIN events e ON e.id = g.event_id AND e.deleted_at IS NULL "
     };
 }
 
@@ -99,10 +99,12 @@ impl Tx {
     /// Charges `bytes` to the event unless that would pass its storage cap; guarded like the
     /// guest's charge, and made after it in the same transaction (every transaction that
     /// touches both rows takes the guest's first, so two of them cannot deadlock).
-    /// `Ok(false)`: the event is full, nothing changed.
+    /// `Ok(false)`: the event is full, nothing changed. Also for an event deleted meanwhile:
+    /// an upload committing while the admin deletes its event must not outlive it.
     pub async fn charge_event_storage(&mut self, event_id: Uuid, bytes: i64) -> sqlx::Result<bool> {
         let rows = on_tx!(self, tx => sqlx::query(
-            "UPDATE events SET used_bytes = used_bytes + $2 WHERE id = $1 AND used_bytes + $2 <= storage_cap_bytes",
+            "UPDATE events SET used_bytes = used_bytes + $2
+             WHERE id = $1 AND used_bytes + $2 <= storage_cap_bytes AND deleted_at IS NULL",
         )
         .bind(event_id)
         .bind(bytes)

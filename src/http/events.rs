@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::extract::{Admin, JsonBody, Organiser, Viewer};
+use super::extract::{Admin, JsonBody, Manager, Viewer};
 use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
 use super::views::EventJson;
@@ -145,18 +145,18 @@ struct ChangeEvent {
     storage_cap_bytes: Option<i64>,
 }
 
-/// Change an event (organiser)
+/// Change an event (organiser or admin)
 ///
-/// The event's organiser renames it, opens or closes uploads, or changes the guest quota. Takes an
-/// `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the same key and body gets the first attempt's
-/// answer without changing the event again. Credentials first: another event's organiser gets 403 `forbidden`
-/// whatever the body.
+/// The event's organiser (or the instance admin, by bearer token, for any event) renames it, opens or closes
+/// uploads, or changes the guest quota. Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the
+/// same key and body gets the first attempt's answer without changing the event again. Credentials first: another event's organiser gets 403 `forbidden`
+/// whatever the body; for the admin an unknown slug is 404 `event_not_found`, decided before the body.
 #[utoipa::path(
     patch,
     path = "/api/v1/events/{slug}",
     operation_id = "changeEvent",
     tag = "events",
-    security(("organiserBearer" = []), ("organiserCookie" = [])),
+    security(("organiserBearer" = []), ("organiserCookie" = []), ("adminBearer" = [])),
     params(SlugParam, IdempotencyKeyParam),
     request_body = ChangeEvent,
     responses(
@@ -168,14 +168,12 @@ struct ChangeEvent {
 // so the body is parsed only once the slug is known to be theirs.
 async fn change(
     State(state): State<AppState>,
-    Organiser(event): Organiser,
+    manager: Manager,
     Path(slug): Path<String>,
     write: Write,
     body: Result<JsonBody<ChangeEvent>, ApiError>,
 ) -> ApiResult<Response> {
-    if event.slug != slug {
-        return Err(ApiError::Forbidden);
-    }
+    let event = manager.event(&state, &slug).await?;
     let JsonBody(body) = body?;
     if body.guest_quota_bytes.is_some_and(|q| q < 0) {
         return Err(ApiError::InvalidRequest("guest_quota_bytes must not be negative".into()));
@@ -211,7 +209,7 @@ refusals!(ChangeEventRefusals {
     400 => problem("Malformed JSON, wrong content type, empty or over-long `name`, negative `guest_quota_bytes`. `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
     401 => shared("Unauthenticated"),
     403 => or_cross_origin("`forbidden`: a guest, or the organiser of another event (also when the slug names no event).", &[Forbidden]),
-    404 => problem("The event was removed while the request ran.", &[EventNotFound]),
+    404 => problem("The admin named no event (or a deleted one), or the event was deleted while the request ran.", &[EventNotFound]),
     409 => shared("IdempotencyKeyInFlight"),
     413 => shared("BodyTooLarge"),
     422 => shared("IdempotencyKeyReused"),

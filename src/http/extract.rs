@@ -27,6 +27,28 @@ pub struct Organiser(pub EventRow);
 /// The instance admin.
 pub struct Admin;
 
+/// Who may change an event: the instance admin (any event) or an organiser (their own).
+pub enum Manager {
+    Admin,
+    Organiser(EventRow),
+}
+
+impl Manager {
+    /// The event `slug` names, if this principal may manage it: for the admin the event with
+    /// that slug (404 `event_not_found` when there is none); for an organiser their own event,
+    /// and 403 `forbidden` for any other slug, known or not.
+    pub async fn event(self, state: &AppState, slug: &str) -> Result<EventRow, ApiError> {
+        match self {
+            Manager::Organiser(event) if event.slug == slug => Ok(event),
+            Manager::Organiser(_) => Err(ApiError::Forbidden),
+            Manager::Admin => {
+                let slug = crate::domain::EventSlug::parse(slug)?;
+                state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)
+            }
+        }
+    }
+}
+
 /// Whoever may read an event's photos: one of its guests or its organiser (or both, when a
 /// browser holds both cookies).
 pub struct Viewer {
@@ -109,6 +131,18 @@ impl FromRequestParts<AppState> for Admin {
         match Credentials::of(parts, state).await? {
             Credentials::Bearer { admin: true, .. } => Ok(Admin),
             credentials => Viewer::of(credentials).and(Err(ApiError::Forbidden)),
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Manager {
+    type Rejection = ApiError;
+
+    /// The admin token as bearer, else an organiser as `Organiser` finds one; a guest is 403.
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match Credentials::of(parts, state).await? {
+            Credentials::Bearer { admin: true, .. } => Ok(Manager::Admin),
+            credentials => Viewer::of(credentials)?.organiser.map(Manager::Organiser).ok_or(ApiError::Forbidden),
         }
     }
 }

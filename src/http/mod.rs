@@ -1,6 +1,7 @@
 //! HTTP: one module per resource, each exporting its routes; `routes` merges them.
 //! Handlers stay short: parse, call one use case, map the result to a response.
 
+pub mod admin;
 pub mod body_timeout;
 pub mod client_addr;
 pub mod connection_activity;
@@ -40,6 +41,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     let (api, reference) = openapi::router()
         .merge(system::routes())
         .merge(events::routes(&keyed))
+        .merge(admin::routes(&keyed))
         .merge(guests::routes())
         .merge(organiser::routes())
         .merge(uploads::routes(&keyed))

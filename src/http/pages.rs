@@ -1,7 +1,7 @@
 //! The web page and the API reference, embedded in the binary: `/` and every event link
 //! serve the same page (its ES modules decide what to show); `/static/…` its files;
-//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser. Not part of the
-//! API, so not in its reference (`http::openapi`).
+//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser and the admin;
+//! `/admin` the admin's page. Not part of the API, so not in its reference (`http::openapi`).
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -11,7 +11,7 @@ use axum::routing::get;
 use qrcode::QrCode;
 use qrcode::render::svg;
 
-use super::extract::Organiser;
+use super::extract::Manager;
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 
@@ -39,6 +39,8 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("lightbox.js", JS, include_str!("../../static/lightbox.js")),
     ("moderation.js", JS, include_str!("../../static/moderation.js")),
     ("slideshow.js", JS, include_str!("../../static/slideshow.js")),
+    ("admin.js", JS, include_str!("../../static/admin.js")),
+    ("admin-event-view.js", JS, include_str!("../../static/admin-event-view.js")),
 ];
 
 pub fn routes() -> Router<AppState> {
@@ -47,6 +49,7 @@ pub fn routes() -> Router<AppState> {
         .route("/e/{slug}", get(index))
         .route("/e/{slug}/organiser", get(index))
         .route("/e/{slug}/qr.svg", get(join_qr_code))
+        .route("/admin", get(index))
         .route("/static/{file}", get(static_file))
 }
 
@@ -74,16 +77,15 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// The join link as a QR code, to print or show on a screen. Only for the event's organiser:
+/// The join link as a QR code, to print or show on a screen. Only for the event's organiser
+/// (cookie or bearer) and the admin (bearer only: the admin's page fetches it with its token):
 /// the link carries the join token, which the event's public view keeps back.
 async fn join_qr_code(
     State(state): State<AppState>,
-    Organiser(event): Organiser,
+    manager: Manager,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
-    if event.slug != slug {
-        return Err(ApiError::Forbidden);
-    }
+    let event = manager.event(&state, &slug).await?;
     let url = crate::events::join_url(&state.settings.public_url, &event);
     let code = QrCode::new(url.as_bytes()).map_err(|e| ApiError::Internal(anyhow::anyhow!("QR code: {e}")))?;
     let image = code

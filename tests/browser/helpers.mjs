@@ -20,7 +20,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '..', '..');
 export const BIN = process.env.CONFETTI_BIN || path.join(REPO, 'target', 'debug', 'confetti');
 export const OUTPUT = path.join(HERE, 'output');
-const ADMIN_TOKEN = 'browser-test-admin-token';
+export const ADMIN_TOKEN = 'browser-test-admin-token';
 export const PASSWORD = 'organiser-password';
 
 fs.mkdirSync(OUTPUT, { recursive: true });
