@@ -184,7 +184,8 @@ export class Lightbox {
     const form = h('form', { class: 'comment-form', onsubmit: (e) => this.comment(e, input) }, input, h('button', { type: 'submit' }, t('send')));
     const actions = h('div', { class: 'lightbox-actions' });
     if (viewer.guestId) actions.append(this.likeButton);
-    if (u.urls?.original) {
+    // With guest downloads off, a guest saves only their own photos (the server says the same).
+    if (u.urls?.original && (viewer.organiser || mine || viewer.downloads !== false)) {
       // Same origin, so `download` saves the file under its name instead of opening it.
       actions.append(h('a', { class: 'button secondary download', 'data-action': 'download', href: u.urls.original, download: u.filename || '' }, h('span', { 'aria-hidden': 'true' }, '⤓'), t('download')));
     }
