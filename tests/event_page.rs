@@ -45,7 +45,8 @@ async fn welcome_text_is_set_cleared_and_bounded(backend: Backend) {
     assert_eq!(public(&app, &event).await["welcome_text"], Value::Null, "a new event has none");
 
     // Cleaned like a caption: line breaks kept (as \n), format characters gone, markup kept as text.
-    let set = patched(&app, &event, &organiser, json!({"welcome_text": "  Hallo\r\nihr <b>Lieben</b>\u{202E}!  "})).await;
+    let set =
+        patched(&app, &event, &organiser, json!({"welcome_text": "  Hallo\r\nihr <b>Lieben</b>\u{202E}!  "})).await;
     assert_eq!(set["welcome_text"], "Hallo\nihr <b>Lieben</b>!");
     assert_eq!(public(&app, &event).await["welcome_text"], "Hallo\nihr <b>Lieben</b>!", "guests see it before joining");
 
@@ -66,7 +67,10 @@ async fn welcome_text_is_set_cleared_and_bounded(backend: Backend) {
     // null clears; so does text that is empty once cleaned.
     assert_eq!(patched(&app, &event, &organiser, json!({"welcome_text": null})).await["welcome_text"], Value::Null);
     patched(&app, &event, &organiser, json!({"welcome_text": "Hi"})).await;
-    assert_eq!(patched(&app, &event, &organiser, json!({"welcome_text": " \u{200B} "})).await["welcome_text"], Value::Null);
+    assert_eq!(
+        patched(&app, &event, &organiser, json!({"welcome_text": " \u{200B} "})).await["welcome_text"],
+        Value::Null
+    );
 
     // Only the organiser sets it.
     let guest = app.join(&event, "Anna").await;
@@ -238,14 +242,21 @@ async fn upload_window_refuses_new_uploads_outside_it(backend: Backend) {
 
     // Inside it: accepted.
     let key = Uuid::new_v4();
-    patched(&app, &event, &organiser, json!({"uploads_open_from": at(-Span::hours(1)), "uploads_open_until": at(Span::hours(1))})).await;
+    patched(
+        &app,
+        &event,
+        &organiser,
+        json!({"uploads_open_from": at(-Span::hours(1)), "uploads_open_until": at(Span::hours(1))}),
+    )
+    .await;
     let response = app.upload(&guest, &photo, Some(key)).await;
     assert_eq!(response.status(), StatusCode::CREATED);
     let stored: Value = response.json().await.expect("upload");
 
     // After it closed: new uploads refused, saying it closed; the replay of one made inside still answers.
     let closed = at(-Span::seconds(1));
-    patched(&app, &event, &organiser, json!({"uploads_open_from": at(-Span::hours(2)), "uploads_open_until": closed})).await;
+    patched(&app, &event, &organiser, json!({"uploads_open_from": at(-Span::hours(2)), "uploads_open_until": closed}))
+        .await;
     let response = app.upload(&guest, &photo, Some(Uuid::new_v4())).await;
     let problem = assert_problem(response, StatusCode::FORBIDDEN, "uploads_closed").await;
     assert!(problem["detail"].as_str().unwrap_or("").contains(&closed), "{problem}");
@@ -272,7 +283,10 @@ async fn upload_window_must_have_its_ends_in_order(backend: Backend) {
 
     for (what, body) in [
         ("equal ends", json!({"uploads_open_from": until, "uploads_open_until": until})),
-        ("the end before the start", json!({"uploads_open_from": at(Span::hours(6)), "uploads_open_until": at(Span::hours(2))})),
+        (
+            "the end before the start",
+            json!({"uploads_open_from": at(Span::hours(6)), "uploads_open_until": at(Span::hours(2))}),
+        ),
         ("only the end, before the stored start", json!({"uploads_open_until": at(Span::minutes(30))})),
         ("only the start, after the stored end", json!({"uploads_open_from": at(Span::hours(6))})),
         ("not a time", json!({"uploads_open_from": "tomorrow"})),
@@ -282,7 +296,11 @@ async fn upload_window_must_have_its_ends_in_order(backend: Backend) {
         let problem = assert_problem(response, StatusCode::UNPROCESSABLE_ENTITY, "invalid_upload_window").await;
         assert!(problem["detail"].is_string(), "{what}");
         let now = public(&app, &event).await;
-        assert_eq!((now["uploads_open_from"].as_str(), now["uploads_open_until"].as_str()), (Some(&*from), Some(&*until)), "{what}: unchanged");
+        assert_eq!(
+            (now["uploads_open_from"].as_str(), now["uploads_open_until"].as_str()),
+            (Some(&*from), Some(&*until)),
+            "{what}: unchanged"
+        );
     }
 
     // Any offset is read as the moment it names; times come back in UTC.
@@ -298,7 +316,8 @@ async fn a_keyed_change_is_replayed(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let organiser = app.organiser_login(&event).await;
-    let body = json!({"welcome_text": "Willkommen!", "guest_downloads": false, "uploads_open_until": "2099-01-01T00:00:00Z"});
+    let body =
+        json!({"welcome_text": "Willkommen!", "guest_downloads": false, "uploads_open_until": "2099-01-01T00:00:00Z"});
     let send = |body: Value| {
         app.client
             .patch(app.url(&format!("/api/v1/events/{}", event.slug)))

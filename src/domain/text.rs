@@ -144,6 +144,17 @@ fn keep_tag_sequence(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, out: 
     }
 }
 
+/// A text that may be left out, line breaks kept: `None` when it is empty once cleaned; over
+/// `max` characters, why not (naming it as `noun`).
+fn optional(raw: &str, max: usize, noun: &str) -> Result<Option<String>, String> {
+    let text = clean(raw, Lines::Many);
+    match text.chars().count() {
+        0 => Ok(None),
+        n if n > max => Err(format!("the {noun} has {n} characters; at most {max} are allowed")),
+        _ => Ok(Some(text)),
+    }
+}
+
 /// A guest's name as shown beside their photos: 1–60 characters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DisplayName(String);
@@ -201,15 +212,7 @@ impl Caption {
     pub const MAX_CHARS: usize = 500;
 
     pub fn parse(raw: &str) -> Result<Option<Self>, InvalidText> {
-        let text = clean(raw, Lines::Many);
-        match text.chars().count() {
-            0 => Ok(None),
-            n if n > Self::MAX_CHARS => Err(InvalidText::Caption(format!(
-                "the caption has {n} characters; at most {} are allowed",
-                Self::MAX_CHARS
-            ))),
-            _ => Ok(Some(Self(text))),
-        }
+        optional(raw, Self::MAX_CHARS, "caption").map(|text| text.map(Self)).map_err(InvalidText::Caption)
     }
 
     pub fn into_string(self) -> String {
@@ -250,15 +253,7 @@ impl WelcomeText {
     pub const MAX_CHARS: usize = 1000;
 
     pub fn parse(raw: &str) -> Result<Option<Self>, InvalidText> {
-        let text = clean(raw, Lines::Many);
-        match text.chars().count() {
-            0 => Ok(None),
-            n if n > Self::MAX_CHARS => Err(InvalidText::WelcomeText(format!(
-                "the welcome text has {n} characters; at most {} are allowed",
-                Self::MAX_CHARS
-            ))),
-            _ => Ok(Some(Self(text))),
-        }
+        optional(raw, Self::MAX_CHARS, "welcome text").map(|text| text.map(Self)).map_err(InvalidText::WelcomeText)
     }
 
     pub fn into_string(self) -> String {

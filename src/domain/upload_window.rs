@@ -72,7 +72,8 @@ mod tests {
 
     #[test]
     fn a_window_is_open_from_its_start_until_just_before_its_end() {
-        let w = UploadWindow::new(Some(t("2026-06-14T14:00:00Z")), Some(t("2026-06-15T02:00:00+02:00"))).expect("window");
+        let w =
+            UploadWindow::new(Some(t("2026-06-14T14:00:00Z")), Some(t("2026-06-15T02:00:00+02:00"))).expect("window");
         assert_eq!(w.at(t("2026-06-14T13:59:59Z")), WindowState::NotYet(t("2026-06-14T14:00:00Z")));
         assert_eq!(w.at(t("2026-06-14T14:00:00Z")), WindowState::Open);
         assert_eq!(w.at(t("2026-06-14T23:59:59Z")), WindowState::Open);

@@ -18,7 +18,7 @@ use crate::blobs::BlobKey;
 use crate::db::Tx;
 use crate::db::event_page::EventPageChange;
 use crate::db::events::EventRow;
-use crate::domain::{EventSlug, UploadWindow, WelcomeText, parse_window_end, rfc3339};
+use crate::domain::{EventSlug, UploadStatus, UploadWindow, WelcomeText, parse_window_end, rfc3339};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 
@@ -132,7 +132,9 @@ pub async fn apply(tx: &mut Tx, event_id: Uuid, change: &EventPageChange) -> Api
             None => Some("no upload of this event has this id"),
             Some(c) if c.deleted => Some("this upload was deleted"),
             Some(c) if c.hidden => Some("this upload is hidden"),
-            Some(c) if c.status != "ready" => Some("this upload has no preview yet (or it could not be processed)"),
+            Some(c) if c.status != UploadStatus::Ready.as_str() => {
+                Some("this upload has no preview yet (or it could not be processed)")
+            }
             Some(_) => None,
         };
         if let Some(why) = why {

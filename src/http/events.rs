@@ -9,10 +9,10 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::event_page::{self, ChangeEventPage, PublicEventPage};
 use super::extract::{Admin, JsonBody, Organiser, Viewer};
 use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
-use super::event_page::{self, ChangeEventPage, PublicEventPage};
 use super::views::EventJson;
 use crate::db::events::EventChange;
 use crate::domain::{EventName, EventSlug, OrganiserPassword};
@@ -99,8 +99,8 @@ async fn create(
         ShowEventRefusals,
     ),
 )]
-// What the join page shows before anyone joined: the event's name and whether uploads are
-// open. Its organiser sees the whole event, join token included.
+// What the join page shows before anyone joined: the event's name, whether uploads are open
+// and the guests' page. Its organiser sees the whole event, join token included.
 async fn show(
     State(state): State<AppState>,
     viewer: Result<Viewer, ApiError>,
@@ -128,7 +128,7 @@ enum ShownEvent {
     Public(PublicEvent),
 }
 
-/// The event's name and whether uploads are open: what its join page shows before anyone joined.
+/// The event's name, whether uploads are open and the guests' page: what its join page shows before anyone joined.
 #[derive(Serialize, ToSchema)]
 struct PublicEvent {
     slug: String,

@@ -39,6 +39,8 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("lightbox.js", JS, include_str!("../../static/lightbox.js")),
     ("moderation.js", JS, include_str!("../../static/moderation.js")),
     ("slideshow.js", JS, include_str!("../../static/slideshow.js")),
+    ("event-page.js", JS, include_str!("../../static/event-page.js")),
+    ("guest-page-card.js", JS, include_str!("../../static/guest-page-card.js")),
 ];
 
 pub fn routes() -> Router<AppState> {

@@ -9,7 +9,6 @@ use crate::db::events::EventRow;
 use crate::db::uploads::UploadRow;
 use crate::domain::{UploadStatus, rfc3339};
 
-
 #[derive(Serialize, ToSchema)]
 #[schema(as = Event)]
 pub struct EventJson {

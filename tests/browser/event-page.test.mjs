@@ -41,6 +41,7 @@ for (const backend of backends()) {
     const server = await serverFor(backend);
     const event = await server.createEvent({ name: 'Sommerfest' });
     const { upload } = await guestWithPhoto(server, event, 'Anna', f.photos[0]);
+    const { upload: second } = await guestWithPhoto(server, event, 'Bea', f.photos[1]);
 
     await onPhone(f.browser, {}, async (page) => {
       const problems = watchConsole(page);
@@ -56,6 +57,9 @@ for (const backend of backends()) {
       await page.locator(`.tile[data-upload-id="${upload.id}"] [data-testid=cover-mark]`).waitFor();
       await page.waitForFunction(() => document.querySelector('[data-testid=cover-setting] img')?.naturalWidth > 0);
       assert.ok(await page.locator('[data-action=remove-cover]').isVisible(), 'the cover can be removed');
+      await page.locator(`.tile[data-upload-id="${second.id}"] [data-action=set-cover]`).waitFor();
+      await page.locator(`.tile[data-upload-id="${second.id}"]`).scrollIntoViewIfNeeded();
+      await screenshot(page, `event-page-tiles-${backend}-390x844`);
       await card.scrollIntoViewIfNeeded();
       await screenshot(page, `event-page-dashboard-${backend}-390x844`);
       assert.deepEqual(problems, []);
