@@ -51,7 +51,7 @@ error_codes! {
     WrongEvent = "wrong_event", FORBIDDEN,
         "The guest joined another event than the one in the path.";
     UploadsClosed = "uploads_closed", FORBIDDEN,
-        "The event's organiser closed uploads (never answered to a replay).";
+        "The event's organiser closed uploads, or the event's upload window has not begun or has ended (`detail` says when); never answered to a replay.";
     CrossOrigin = "cross_origin", FORBIDDEN,
         "A cookie-authenticated state-changing request (POST, PUT, PATCH, DELETE) whose `Origin` header is present and is not this server's own origin.";
     InvalidJoinToken = "invalid_join_token", FORBIDDEN,
@@ -116,6 +116,14 @@ error_codes! {
         "The path exists but not with this method.";
     NotReady = "not_ready", SERVICE_UNAVAILABLE,
         "`/readyz`: the database or the photo store does not answer; `detail` says which.";
+    DownloadsDisabled = "downloads_disabled", FORBIDDEN,
+        "The organiser turned guest downloads off: a guest asked for another guest's original.";
+    InvalidWelcomeText = "invalid_welcome_text", UNPROCESSABLE_ENTITY,
+        "Changing an event: the welcome text is longer than 1000 characters (after cleaning).";
+    InvalidCover = "invalid_cover", UNPROCESSABLE_ENTITY,
+        "Changing an event: the cover is not an upload of this event that is ready, shown and not deleted.";
+    InvalidUploadWindow = "invalid_upload_window", UNPROCESSABLE_ENTITY,
+        "Changing an event: an end of the upload window is not an RFC 3339 time, or `uploads_open_from` is not before `uploads_open_until`.";
 }
 
 impl serde::Serialize for ErrorCode {
@@ -148,7 +156,7 @@ impl utoipa::PartialSchema for ErrorCode {
 
 impl utoipa::ToSchema for ErrorCode {}
 
-use crate::domain::{InvalidClientUploadId, InvalidEventSlug, InvalidText, WeakPassword};
+use crate::domain::{InvalidClientUploadId, InvalidEventSlug, InvalidText, InvalidUploadWindow, WeakPassword, rfc3339};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -225,6 +233,20 @@ pub enum ApiError {
     /// Which part does not answer, for the operator.
     #[error("{0}")]
     NotReady(String),
+    #[error("the organiser has turned off saving other guests' photos")]
+    DownloadsDisabled,
+    #[error("{0}")]
+    InvalidWelcomeText(String),
+    #[error("{0}")]
+    InvalidCover(String),
+    #[error("{0}")]
+    InvalidUploadWindow(String),
+    /// The event's upload window has not begun.
+    #[error("uploads for this event open at {}", rfc3339(*.0))]
+    UploadsNotOpenYet(chrono::DateTime<chrono::Utc>),
+    /// The event's upload window has ended.
+    #[error("uploads for this event closed at {}", rfc3339(*.0))]
+    UploadsEnded(chrono::DateTime<chrono::Utc>),
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -273,6 +295,11 @@ impl ApiError {
             IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
             MethodNotAllowed => ErrorCode::MethodNotAllowed,
             NotReady(_) => ErrorCode::NotReady,
+            DownloadsDisabled => ErrorCode::DownloadsDisabled,
+            InvalidWelcomeText(_) => ErrorCode::InvalidWelcomeText,
+            InvalidCover(_) => ErrorCode::InvalidCover,
+            InvalidUploadWindow(_) => ErrorCode::InvalidUploadWindow,
+            UploadsNotOpenYet(_) | UploadsEnded(_) => ErrorCode::UploadsClosed,
             Internal(_) => ErrorCode::Internal,
         }
     }
@@ -367,6 +394,7 @@ impl From<InvalidText> for ApiError {
             InvalidText::EventName(why) => ApiError::InvalidRequest(why),
             InvalidText::Caption(why) => ApiError::InvalidCaption(why),
             InvalidText::Comment(why) => ApiError::InvalidComment(why),
+            InvalidText::WelcomeText(why) => ApiError::InvalidWelcomeText(why),
         }
     }
 }
@@ -381,6 +409,12 @@ impl From<InvalidClientUploadId> for ApiError {
 impl From<InvalidEventSlug> for ApiError {
     fn from(_: InvalidEventSlug) -> Self {
         ApiError::EventNotFound
+    }
+}
+
+impl From<InvalidUploadWindow> for ApiError {
+    fn from(e: InvalidUploadWindow) -> Self {
+        ApiError::InvalidUploadWindow(e.0)
     }
 }
 

@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use crate::auth;
 use crate::blocking::Blocking;
+use crate::db::event_page::EventPageRow;
 use crate::db::events::EventRow;
 use crate::db::{Db, Tx};
 use crate::domain::{EventName, EventSlug, OrganiserPassword};
@@ -69,6 +70,7 @@ pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> Result<EventRow, E
             created_at: Utc::now(),
             storage_cap_bytes: new.storage_cap_bytes,
             used_bytes: 0,
+            page: EventPageRow::default(),
         };
         if tx.insert_event(&event).await? {
             return Ok(event);

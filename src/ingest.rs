@@ -32,6 +32,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::Utc;
 use uuid::Uuid;
 
 use crate::blobs::BlobStore;
@@ -228,10 +229,10 @@ impl Upload {
                     self.filename = Some(name);
                     self.file = match self.key {
                         Key::Replay(..) => File::Skipped,
-                        Key::Unknown | Key::New(_) if !self.guest.uploads_open => {
-                            File::Refused(IngestError::UploadsClosed)
-                        }
-                        Key::Unknown | Key::New(_) => self.receive(parts).await?,
+                        Key::Unknown | Key::New(_) => match self.guest.uploads_refused(Utc::now()) {
+                            Some(shut) => File::Refused(shut.into()),
+                            None => self.receive(parts).await?,
+                        },
                     };
                 }
             }
@@ -257,9 +258,9 @@ impl Upload {
             check_declared(self.filename.as_ref(), self.caption.as_ref(), &row)?;
             return Ok(Ingested::Replayed(*row));
         }
-        if !self.guest.uploads_open {
+        if let Some(shut) = self.guest.uploads_refused(Utc::now()) {
             file.discard().await;
-            return Err(IngestError::UploadsClosed);
+            return Err(shut.into());
         }
         match file {
             // The rest runs as its own task: once the row may commit, a client that hangs up

@@ -22,7 +22,8 @@ export class Gallery {
    * @param {object} o
    * @param {string} o.slug
    * @param {HTMLElement} o.root where the grid goes
-   * @param {() => ({guestId?: string, organiser?: boolean})} o.viewer who is looking
+   * @param {() => ({guestId?: string, organiser?: boolean, downloads?: boolean})} o.viewer who is
+   *   looking (`downloads` false: a guest may not save other guests' originals)
    * @param {(upload) => void} [o.onDeleted]
    * @param {import('./messages.js').MessageArea} o.messages the page's, for what outlives the lightbox
    * @param {(upload) => (Blob | null)} [o.localBlob] the photo's bytes still held by this page's

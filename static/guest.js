@@ -1,6 +1,6 @@
-// The guest's page for one event, composed of its views: joining (join-view.js), the greeting
-// and quota (quota-view.js), the upload queue (upload-view.js over queue.js) and the gallery
-// (gallery-view.js). This module only puts them together: who the guest is, which views show,
+// The guest's page for one event, composed of its views: the cover, welcome text and upload
+// window (event-page.js), joining (join-view.js), the greeting and quota (quota-view.js), the
+// upload queue (upload-view.js over queue.js) and the gallery (gallery-view.js). This module only puts them together: who the guest is, which views show,
 // and what one view's news means for another.
 
 import { h, api, ApiError, remember, remembered } from './util.js';
@@ -10,6 +10,7 @@ import { JoinView, joinKey } from './join-view.js';
 import { QuotaView } from './quota-view.js';
 import { UploadView } from './upload-view.js';
 import { GalleryView } from './gallery-view.js';
+import { EventPageView, uploadState } from './event-page.js';
 
 /** The server's limits and capabilities; remembered for pages opened while offline. */
 async function serverInfo() {
@@ -45,10 +46,11 @@ export async function guestPage({ slug, event, main, messages }) {
   const caps = info.capabilities || ['client_upload_id', 'upload_preflight'];
   let me = null;
 
+  const pageSection = h('section', { class: 'event-page' });
   const joinSection = h('section', { class: 'card join', hidden: true });
   const uploadSection = h('section', { class: 'uploader', hidden: true });
   const gallerySection = h('section', { class: 'gallery-section', hidden: true });
-  main.replaceChildren(joinSection, uploadSection, gallerySection);
+  main.replaceChildren(pageSection, joinSection, uploadSection, gallerySection);
 
   // The queue first, so that nothing waits unseen.
   const queue = new UploadQueue({
@@ -65,32 +67,44 @@ export async function guestPage({ slug, event, main, messages }) {
     },
     onUnauthenticated: () => showJoin(t('err_unauthenticated')),
   });
+  const page = new EventPageView(pageSection);
   const join = new JoinView({ slug, section: joinSection, onJoined: () => enter() });
   const quota = new QuotaView(uploadSection);
   const uploads = new UploadView({ queue, info, event, section: uploadSection });
   const gallery = new GalleryView(gallerySection);
 
-  // Whether uploads are open, as the event says: the picker says so before a photo is chosen.
-  // While they are closed the page asks again now and then (and when the guest comes back to
-  // it); once they open, photos refused only because they were closed go by themselves.
+  // Whether uploads are open, as the event says (the organiser's switch and the upload window):
+  // the picker says so before a photo is chosen, and changes by itself when the window opens or
+  // ends. While they are closed the page asks again now and then (and when the guest comes back
+  // to it); once they open, photos refused only because they were closed go by themselves.
   let recheck = null;
-  function uploadsOpen(open) {
+  function uploadsOpen(open, why = open ? null : { kind: 'closed' }) {
     const reopened = open && !uploads.open;
-    uploads.setOpen(open);
+    uploads.setOpen(open, why);
     clearInterval(recheck);
     recheck = open ? null : setInterval(checkEvent, 30_000);
     if (reopened) queue.reopened();
   }
+  let current = event;
+  let turn = null;
+  function showEvent(next) {
+    current = next;
+    page.render(current);
+    const state = uploadState(current);
+    uploadsOpen(state.open, state.why);
+    clearTimeout(turn);
+    // A timer fires once, at most ~24 days ahead; a longer wait is looked at again then.
+    if (state.next !== null) turn = setTimeout(() => showEvent(current), Math.min(Math.max(0, state.next - Date.now()) + 250, 2 ** 31 - 1));
+  }
   async function checkEvent() {
     if (document.visibilityState === 'hidden') return;
     try {
-      const now = await api('GET', `/api/v1/events/${encodeURIComponent(slug)}`);
-      uploadsOpen(now.uploads_open !== false);
+      showEvent(await api('GET', `/api/v1/events/${encodeURIComponent(slug)}`));
     } catch {
       // Offline or not found: what the page knew stays.
     }
   }
-  if (event.uploads_open === false) uploadsOpen(false);
+  showEvent(event);
 
   window.addEventListener('online', () => {
     queue.retryAll();
@@ -101,6 +115,7 @@ export async function guestPage({ slug, event, main, messages }) {
     if (document.visibilityState !== 'visible') return;
     queue.pump();
     if (!uploads.open) checkEvent();
+    else showEvent(current);
   });
 
   function showJoin(message) {
@@ -128,7 +143,7 @@ export async function guestPage({ slug, event, main, messages }) {
       queue,
       slug,
       messages,
-      viewer: () => ({ guestId: me?.id }),
+      viewer: () => ({ guestId: me?.id, downloads: current.guest_downloads !== false }),
       onDeleted: (u) => {
         refreshMe();
         if (u) queue.forgetUpload(u.id);

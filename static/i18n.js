@@ -431,6 +431,58 @@ Object.assign(STRINGS.en, {
   err_weak_password: 'The password needs at least 8 characters (at most 72 bytes).',
   err_event_not_found: 'This event does not exist (any more).',
 });
+// The guests' page as the organiser shapes it: cover, welcome text, downloads, upload window
+// (event-page.js, guest-page-card.js, upload-view.js).
+Object.assign(STRINGS.de, {
+  window_both: 'Uploads offen {from} – {until}',
+  window_from: 'Uploads offen ab {from}',
+  window_until: 'Uploads offen bis {until}',
+  uploads_not_yet_button: 'Uploads öffnen {when}',
+  uploads_not_yet_hint: 'Noch etwas Geduld: Sobald die Uploads öffnen, kannst du hier Fotos auswählen – ohne die Seite neu zu laden.',
+  uploads_ended_button: 'Uploads sind vorbei',
+  uploads_ended_hint: 'Die Uploads haben am {when} geschlossen. Schon gesendete Fotos bleiben in der Galerie.',
+  guest_page: 'Gästeseite',
+  welcome_text: 'Begrüßungstext (unter dem Namen des Festes)',
+  cover: 'Titelbild',
+  cover_none: 'Kein Titelbild. Wähle unter einem Foto der Galerie „Als Titelbild“.',
+  cover_remove: 'Titelbild entfernen',
+  cover_set: 'Als Titelbild',
+  guest_downloads: 'Gäste dürfen Fotos der anderen speichern',
+  upload_window: 'Uploads nur in dieser Zeit',
+  upload_window_hint: 'Leer: keine Grenze. Zeiten in der Zeitzone dieses Geräts; Gäste sehen sie in ihrer eigenen.',
+  window_start: 'Ab',
+  window_end: 'Bis',
+  clear: 'Leeren',
+  err_invalid_welcome_text: 'Der Begrüßungstext ist zu lang (höchstens 1000 Zeichen).',
+  err_invalid_cover: 'Dieses Foto kann kein Titelbild sein (noch nicht fertig, verborgen oder gelöscht).',
+  err_invalid_upload_window: 'Der Beginn muss vor dem Ende liegen.',
+  err_downloads_disabled: 'Die Gastgeber haben das Speichern der Fotos anderer Gäste ausgeschaltet.',
+});
+Object.assign(STRINGS.en, {
+  window_both: 'Uploads open {from} – {until}',
+  window_from: 'Uploads open from {from}',
+  window_until: 'Uploads open until {until}',
+  uploads_not_yet_button: 'Uploads open {when}',
+  uploads_not_yet_hint: 'Hang on: once uploads open you can pick photos here – no need to reload the page.',
+  uploads_ended_button: 'Uploads have closed',
+  uploads_ended_hint: 'Uploads closed on {when}. Photos already sent stay in the gallery.',
+  guest_page: 'Guest page',
+  welcome_text: 'Welcome text (under the event’s name)',
+  cover: 'Cover',
+  cover_none: 'No cover. Choose “Set as cover” under a photo in the gallery.',
+  cover_remove: 'Remove cover',
+  cover_set: 'Set as cover',
+  guest_downloads: 'Guests may save each other’s photos',
+  upload_window: 'Uploads only during this time',
+  upload_window_hint: 'Empty: no limit. Times in this device’s time zone; guests see them in their own.',
+  window_start: 'From',
+  window_end: 'Until',
+  clear: 'Clear',
+  err_invalid_welcome_text: 'The welcome text is too long (at most 1000 characters).',
+  err_invalid_cover: 'This photo cannot be the cover (not ready yet, hidden or deleted).',
+  err_invalid_upload_window: 'The start must be before the end.',
+  err_downloads_disabled: 'The hosts have turned off saving other guests’ photos.',
+});
 
 /** The string for `key` in a given language, whatever the page's (a table card speaks both). */
 export function tIn(language, key, params = {}) {

@@ -135,9 +135,15 @@ export class Lightbox {
    */
   pictureSource(u) {
     if (u.urls?.preview) return { src: u.urls.preview, kind: 'preview' };
-    if (u.status === STATUS.FAILED) return { src: previewUrl(u) || null, kind: 'original' };
+    if (u.status === STATUS.FAILED) return this.mayDownload(u) ? { src: previewUrl(u) || null, kind: 'original' } : { src: null, kind: 'placeholder' };
     const local = this.gallery.localUrl(u);
     return local ? { src: local, kind: 'local' } : { src: null, kind: 'placeholder' };
+  }
+
+  /** With guest downloads off, a guest gets only their own originals (the server says the same). */
+  mayDownload(u) {
+    const viewer = this.gallery.viewer();
+    return Boolean(viewer.organiser || this.gallery.isMine(u) || viewer.downloads !== false);
   }
 
   picture(u, { from = 0 } = {}) {
@@ -184,7 +190,7 @@ export class Lightbox {
     const form = h('form', { class: 'comment-form', onsubmit: (e) => this.comment(e, input) }, input, h('button', { type: 'submit' }, t('send')));
     const actions = h('div', { class: 'lightbox-actions' });
     if (viewer.guestId) actions.append(this.likeButton);
-    if (u.urls?.original) {
+    if (u.urls?.original && this.mayDownload(u)) {
       // Same origin, so `download` saves the file under its name instead of opening it.
       actions.append(h('a', { class: 'button secondary download', 'data-action': 'download', href: u.urls.original, download: u.filename || '' }, h('span', { 'aria-hidden': 'true' }, '⤓'), t('download')));
     }

@@ -1,6 +1,6 @@
 // The organiser's page for one event: log in with the event's password, show the QR code of
 // the join link (copy it, print a table card), open or close uploads, set the guests' quota,
-// moderate (hide, delete; each tile says who sent it), download the photos as a ZIP (with or
+// shape the guests' page (guest-page-card.js), moderate (hide, delete; each tile says who sent it), download the photos as a ZIP (with or
 // without the hidden ones), and run the full-screen live slideshow (slideshow.js).
 
 import { h, api, ApiError, formatBytes, STATUS } from './util.js';
@@ -8,6 +8,7 @@ import { t, tIn, lang, onLangChange } from './i18n.js';
 import { Gallery } from './gallery.js';
 import { Slideshow } from './slideshow.js';
 import { errorText } from './messages.js';
+import { GuestPageCard } from './guest-page-card.js';
 
 const MB = 1024 * 1024;
 
@@ -99,10 +100,13 @@ export async function organiserPage({ slug, event, main, messages }) {
   });
   openBox.addEventListener('change', () => change({ uploads_open: openBox.checked }));
 
+  const pageCard = new GuestPageCard({ change, galleryRoot, gallery: () => gallery });
+
   dashboard.append(
     h('p', { class: 'muted who-row' }, labels.who, labels.logout),
     h('div', { class: 'card share' }, labels.link, qr, joinLink, copyFallback, h('div', { class: 'share-actions' }, copyButton, printButton), shareNote, labels.hint),
     h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, quotaShown, settingsNote),
+    pageCard.el,
     h('div', { class: 'actions' }, h('div', { class: 'export-group' }, zip, hiddenNote, zipHidden), showButton),
     labels.gallery,
     count,
@@ -144,13 +148,13 @@ export async function organiserPage({ slug, event, main, messages }) {
     }
   }
 
-  async function change(patch) {
-    settingsNote.textContent = '';
+  async function change(patch, note = settingsNote) {
+    note.textContent = '';
     try {
       current = await api('PATCH', `/api/v1/events/${encodeURIComponent(slug)}`, patch);
-      settingsNote.textContent = t('saved');
+      note.textContent = t('saved');
     } catch (err) {
-      settingsNote.textContent = errorText(err);
+      note.textContent = errorText(err);
     }
     renderDashboard();
   }
@@ -180,6 +184,7 @@ export async function organiserPage({ slug, event, main, messages }) {
       joinLink.textContent = current.join_url;
     }
     openBox.checked = current.uploads_open !== false;
+    pageCard.render(current);
     if (document.activeElement !== quotaInput) quotaInput.value = String(Math.round((current.guest_quota_bytes ?? 0) / MB));
     if (gallery) {
       const n = gallery.order.length;

@@ -1,5 +1,5 @@
 // The guest's upload view: the photo picker (disabled, with the reason, while uploads are
-// closed), a calm banner while photos wait for the connection or the server, one summary line
+// closed or the event's upload window has not opened yet or has ended), a calm banner while photos wait for the connection or the server, one summary line
 // for the whole queue ("12 of 30 sent · about 4 min left") into which finished photos collapse,
 // and one row per photo that needs to be seen: its state, progress, what it waits for, and —
 // only when a tap can help — the "Send now" button (a temporary failure whose next automatic
@@ -9,6 +9,7 @@
 import { h, formatBytes } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
 import { PARALLEL } from './queue.js';
+import { when } from './event-page.js';
 
 // Collapsed, the list shows every photo that is being sent or needs the guest, and this many of
 // the photos waiting their turn; the rest are counted in the summary line.
@@ -32,6 +33,8 @@ export class UploadView {
     this.queue = queue;
     this.info = info;
     this.open = event.uploads_open !== false;
+    /** Why uploads are closed: `{kind: 'closed'}`, or the window's `{kind: 'not_yet' | 'ended', at}`. */
+    this.why = this.open ? null : { kind: 'closed' };
     this.expanded = false;
     this.rows = new Map();
     this.list = h('ul', { class: 'queue collapsed', id: 'queue-list' });
@@ -69,10 +72,11 @@ export class UploadView {
     this.renderAll();
   }
 
-  /** Uploads opened or closed (as the event says, or as a refusal told). */
-  setOpen(open) {
-    if (this.open === open) return;
+  /** Uploads opened or closed (as the event says, or as a refusal told), and why they are closed. */
+  setOpen(open, why = open ? null : { kind: 'closed' }) {
+    if (this.open === open && this.why?.kind === why?.kind && this.why?.at === why?.at) return;
     this.open = open;
+    this.why = open ? null : why;
     this.renderPicker();
   }
 
@@ -87,8 +91,18 @@ export class UploadView {
     this.pick.classList.toggle('disabled', !this.open);
     if (this.open) this.pick.removeAttribute('aria-disabled');
     else this.pick.setAttribute('aria-disabled', 'true');
-    this.pickText.textContent = this.open ? t('choose_photos') : t('uploads_closed_button');
-    this.hint.textContent = this.open ? t('choose_hint') : t('uploads_closed_hint');
+    const kind = this.open ? '' : this.why?.kind || 'closed';
+    this.pick.dataset.closed = kind;
+    if (kind === 'not_yet') {
+      this.pickText.textContent = t('uploads_not_yet_button', { when: when(this.why.at) });
+      this.hint.textContent = t('uploads_not_yet_hint');
+    } else if (kind === 'ended') {
+      this.pickText.textContent = t('uploads_ended_button');
+      this.hint.textContent = t('uploads_ended_hint', { when: when(this.why.at) });
+    } else {
+      this.pickText.textContent = this.open ? t('choose_photos') : t('uploads_closed_button');
+      this.hint.textContent = this.open ? t('choose_hint') : t('uploads_closed_hint');
+    }
     this.hint.classList.toggle('closed-reason', !this.open);
   }
 

@@ -345,7 +345,9 @@ async fn anyone_with_the_link_sees_the_events_name_and_its_organiser_sees_all(ba
         .expect("json");
     assert_eq!(
         public,
-        json!({"slug": event.slug, "name": "Anna & Ben", "uploads_open": true}),
+        json!({"slug": event.slug, "name": "Anna & Ben", "uploads_open": true,
+               "welcome_text": null, "cover_url": null, "guest_downloads": true,
+               "uploads_open_from": null, "uploads_open_until": null}),
         "no join token for strangers"
     );
     let organiser = app.organiser_login(&event).await;

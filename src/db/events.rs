@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 use uuid::Uuid;
 
+use super::event_page::EventPageRow;
 use super::{Db, Tx, on_db, on_tx};
 
 #[derive(Clone, Debug, FromRow)]
@@ -20,12 +21,17 @@ pub struct EventRow {
     pub storage_cap_bytes: i64,
     /// What the event's photos take, charged and refunded with the guests' own counters.
     pub used_bytes: i64,
+    /// The guests' page: welcome text, cover, downloads, upload window.
+    #[sqlx(flatten)]
+    pub page: EventPageRow,
 }
 
 /// The columns of `EventRow`, as a literal so queries can be built with `concat!`.
 macro_rules! event_select {
     () => {
-        "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at, e.storage_cap_bytes, e.used_bytes FROM events e "
+        "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at, e.storage_cap_bytes, e.used_bytes, \
+         e.welcome_text, (SELECT u.id FROM uploads u WHERE u.id = e.cover_upload_id AND u.event_id = e.id AND u.status = 'ready' AND NOT u.hidden AND u.deleted_at IS NULL) AS cover_upload_id, \
+         e.guest_downloads, e.uploads_open_from, e.uploads_open_until FROM events e "
     };
 }
 pub(crate) use event_select;

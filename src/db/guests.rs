@@ -2,11 +2,12 @@
 //! live, so an organiser who raises it raises it for everyone who already joined. The event's
 //! own total (`storage_cap_bytes`) is charged and refunded here too, beside the guest's.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::{Db, Tx, on_db, on_tx};
+use crate::domain::{UploadWindow, WindowState};
 
 #[derive(Clone, Debug, FromRow)]
 pub struct GuestRow {
@@ -20,13 +21,45 @@ pub struct GuestRow {
     /// The event's total for all guests, and what its photos take (as read with the guest).
     pub event_storage_cap_bytes: i64,
     pub event_used_bytes: i64,
+    /// The event's upload window and whether guests may save each other's originals.
+    pub uploads_open_from: Option<DateTime<Utc>>,
+    pub uploads_open_until: Option<DateTime<Utc>>,
+    pub guest_downloads: bool,
+}
+
+impl GuestRow {
+    /// Why a new upload by this guest is refused now, if it is: the organiser's switch, then
+    /// the event's upload window.
+    pub fn uploads_refused(&self, now: DateTime<Utc>) -> Option<UploadsShut> {
+        if !self.uploads_open {
+            return Some(UploadsShut::Closed);
+        }
+        let window = UploadWindow { from: self.uploads_open_from, until: self.uploads_open_until };
+        match window.at(now) {
+            WindowState::Open => None,
+            WindowState::NotYet(opens_at) => Some(UploadsShut::NotYet(opens_at)),
+            WindowState::Ended(closed_at) => Some(UploadsShut::Ended(closed_at)),
+        }
+    }
+}
+
+/// Why new uploads are refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UploadsShut {
+    /// The organiser closed them.
+    Closed,
+    /// The upload window opens at this moment.
+    NotYet(DateTime<Utc>),
+    /// The upload window closed at this moment.
+    Ended(DateTime<Utc>),
 }
 
 macro_rules! guest_select {
     () => {
         "SELECT g.id, g.event_id, e.slug AS event_slug, g.display_name, g.used_bytes,
                 e.guest_quota_bytes AS quota_bytes, e.uploads_open,
-                e.storage_cap_bytes AS event_storage_cap_bytes, e.used_bytes AS event_used_bytes
+                e.storage_cap_bytes AS event_storage_cap_bytes, e.used_bytes AS event_used_bytes,
+                e.uploads_open_from, e.uploads_open_until, e.guest_downloads
          FROM guests g JOIN events e ON e.id = g.event_id AND e.deleted_at IS NULL "
     };
 }

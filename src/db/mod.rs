@@ -11,6 +11,7 @@ pub mod blob_jobs;
 pub mod comments;
 pub mod derivatives;
 pub mod event_admin;
+pub mod event_page;
 pub mod events;
 pub mod guests;
 pub mod idempotency;

@@ -7,8 +7,10 @@ mod ids;
 mod password;
 mod status;
 mod text;
+mod upload_window;
 
 pub use ids::{ClientUploadId, EventSlug, InvalidClientUploadId, InvalidEventSlug};
 pub use password::{OrganiserPassword, WeakPassword};
 pub use status::UploadStatus;
-pub use text::{Caption, CommentText, DisplayName, EventName, FileName, InvalidText, is_format};
+pub use text::{Caption, CommentText, DisplayName, EventName, FileName, InvalidText, WelcomeText, is_format};
+pub use upload_window::{InvalidUploadWindow, UploadWindow, WindowState, parse_window_end, rfc3339};

@@ -1,4 +1,5 @@
-//! User-provided text: display names, event names, captions, comments and file names.
+//! User-provided text: display names, event names, captions, comments, welcome texts and file
+//! names.
 //! Lengths count characters (what a person typed), not bytes.
 //!
 //! Every text is cleaned on input, the same way on both databases: control characters go (a
@@ -8,9 +9,9 @@
 //! Cf that people type on purpose survive: a zero-width joiner or non-joiner between two
 //! non-ASCII characters (emoji sequences such as 👨‍👩‍👧, Persian and Indic words) and a
 //! well-formed emoji tag sequence after 🏴 (the flags of England, Scotland and Wales).
-//! One-line texts turn line breaks and tabs into spaces; captions and comments keep line
-//! breaks (`\n`, with `\r\n`, `\r` and the Unicode line separators made `\n`) and turn tabs
-//! into spaces, which is how a browser shows them anyway.
+//! One-line texts turn line breaks and tabs into spaces; captions, comments and welcome texts
+//! keep line breaks (`\n`, with `\r\n`, `\r` and the Unicode line separators made `\n`) and
+//! turn tabs into spaces, which is how a browser shows them anyway.
 
 /// A text refused once cleaned (empty, or too long), saying which kind of text and why.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +24,8 @@ pub enum InvalidText {
     Caption(String),
     #[error("{0}")]
     Comment(String),
+    #[error("{0}")]
+    WelcomeText(String),
 }
 
 /// Unicode general category Cf ("Format"), Unicode 16.0, from the Unicode Character Database
@@ -83,7 +86,7 @@ fn joinable(c: Option<char>) -> bool {
 enum Lines {
     /// Names: everything on one line.
     One,
-    /// Captions and comments: line breaks stay.
+    /// Captions, comments and welcome texts: line breaks stay.
     Many,
 }
 
@@ -138,6 +141,17 @@ fn keep_tag_sequence(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, out: 
         && spec.iter().all(tag_letter_or_digit)
     {
         out.extend(run);
+    }
+}
+
+/// A text that may be left out, line breaks kept: `None` when it is empty once cleaned; over
+/// `max` characters, why not (naming it as `noun`).
+fn optional(raw: &str, max: usize, noun: &str) -> Result<Option<String>, String> {
+    let text = clean(raw, Lines::Many);
+    match text.chars().count() {
+        0 => Ok(None),
+        n if n > max => Err(format!("the {noun} has {n} characters; at most {max} are allowed")),
+        _ => Ok(Some(text)),
     }
 }
 
@@ -198,15 +212,7 @@ impl Caption {
     pub const MAX_CHARS: usize = 500;
 
     pub fn parse(raw: &str) -> Result<Option<Self>, InvalidText> {
-        let text = clean(raw, Lines::Many);
-        match text.chars().count() {
-            0 => Ok(None),
-            n if n > Self::MAX_CHARS => Err(InvalidText::Caption(format!(
-                "the caption has {n} characters; at most {} are allowed",
-                Self::MAX_CHARS
-            ))),
-            _ => Ok(Some(Self(text))),
-        }
+        optional(raw, Self::MAX_CHARS, "caption").map(|text| text.map(Self)).map_err(InvalidText::Caption)
     }
 
     pub fn into_string(self) -> String {
@@ -235,6 +241,23 @@ impl CommentText {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// The organiser's welcome on the guests' page: at most 1000 characters, line breaks kept; an
+/// empty one (also one that was only control or format characters) is no welcome text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WelcomeText(String);
+
+impl WelcomeText {
+    pub const MAX_CHARS: usize = 1000;
+
+    pub fn parse(raw: &str) -> Result<Option<Self>, InvalidText> {
+        optional(raw, Self::MAX_CHARS, "welcome text").map(|text| text.map(Self)).map_err(InvalidText::WelcomeText)
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
     }
 }
 

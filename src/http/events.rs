@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::event_page::{self, ChangeEventPage, PublicEventPage};
 use super::extract::{Admin, JsonBody, Manager, Viewer};
 use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
@@ -83,8 +84,9 @@ async fn create(
 
 /// An event as its join page shows it
 ///
-/// Anyone who knows the slug (it is in the join link) sees the event's name and whether uploads are open, so the
-/// page can greet guests before they join. The event's organiser sees the whole event, join token included.
+/// Anyone who knows the slug (it is in the join link) sees the event's name, whether uploads are open, and the
+/// guests' page as the organiser shaped it (welcome text, cover, guest downloads, upload window), so the page can
+/// greet guests before they join. The event's organiser sees the whole event, join token included.
 #[utoipa::path(
     get,
     path = "/api/v1/events/{slug}",
@@ -97,8 +99,8 @@ async fn create(
         ShowEventRefusals,
     ),
 )]
-// What the join page shows before anyone joined: the event's name and whether uploads are
-// open. Its organiser sees the whole event, join token included.
+// What the join page shows before anyone joined: the event's name, whether uploads are open
+// and the guests' page. Its organiser sees the whole event, join token included.
 async fn show(
     State(state): State<AppState>,
     viewer: Result<Viewer, ApiError>,
@@ -109,8 +111,13 @@ async fn show(
     if viewer.is_ok_and(|v| v.is_organiser_of(event.id)) {
         return Ok(Json(ShownEvent::Whole(EventJson::new(&event, &state.settings.public_url))).into_response());
     }
-    Ok(Json(ShownEvent::Public(PublicEvent { slug: event.slug, name: event.name, uploads_open: event.uploads_open }))
-        .into_response())
+    Ok(Json(ShownEvent::Public(PublicEvent {
+        page: PublicEventPage::new(&event),
+        slug: event.slug,
+        name: event.name,
+        uploads_open: event.uploads_open,
+    }))
+    .into_response())
 }
 
 /// What `show` answers: the whole event to its organiser, the public view to anyone else.
@@ -121,15 +128,18 @@ enum ShownEvent {
     Public(PublicEvent),
 }
 
-/// The event's name and whether uploads are open: what its join page shows before anyone joined.
+/// The event's name, whether uploads are open and the guests' page: what its join page shows before anyone joined.
 #[derive(Serialize, ToSchema)]
 struct PublicEvent {
     slug: String,
     name: String,
     uploads_open: bool,
+    #[serde(flatten)]
+    page: PublicEventPage,
 }
 
-/// Absent or null members are left as they are.
+/// Absent or null members are left as they are, except the page's nullable members (`welcome_text`,
+/// `cover_upload_id`, `uploads_open_from`, `uploads_open_until`), which `null` clears.
 #[derive(Deserialize, ToSchema)]
 struct ChangeEvent {
     /// 1–120 characters after trimming; otherwise 400 `invalid_request`.
@@ -143,14 +153,18 @@ struct ChangeEvent {
     /// Negative: 400 `invalid_request`. Lower than `used_bytes` is allowed: new uploads are then refused.
     #[schema(minimum = 0)]
     storage_cap_bytes: Option<i64>,
+    #[serde(flatten)]
+    page: ChangeEventPage,
 }
 
 /// Change an event (organiser or admin)
 ///
 /// The event's organiser (or the instance admin, by bearer token, for any event) renames it, opens or closes
-/// uploads, or changes the guest quota. Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the
-/// same key and body gets the first attempt's answer without changing the event again. Credentials first: another event's organiser gets 403 `forbidden`
-/// whatever the body; for the admin an unknown slug is 404 `event_not_found`, decided before the body.
+/// uploads, changes the guest quota, or shapes the guests' page: welcome text, cover, guest downloads, upload
+/// window (`null` clears those). Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the same
+/// key and body gets the first attempt's answer without changing the event again. Credentials first: another
+/// event's organiser gets 403 `forbidden` whatever the body; for the admin an unknown slug is 404
+/// `event_not_found`, decided before the body.
 #[utoipa::path(
     patch,
     path = "/api/v1/events/{slug}",
@@ -187,11 +201,14 @@ async fn change(
         guest_quota_bytes: body.guest_quota_bytes,
         storage_cap_bytes: body.storage_cap_bytes,
     };
+    let page = body.page.parse()?;
     let mut tx = write.begin(&state.db).await?;
+    event_page::apply(&mut tx, event.id, &page).await?;
     let Some(event) = tx.update_event(event.id, &change).await? else {
         tx.rollback().await?;
         return Err(ApiError::EventNotFound);
     };
+    event_page::check(&event, &page)?;
     tx.commit(Json(EventJson::new(&event, &state.settings.public_url)).into_response()).await
 }
 
@@ -212,7 +229,7 @@ refusals!(ChangeEventRefusals {
     404 => problem("The admin named no event (or a deleted one), or the event was deleted while the request ran.", &[EventNotFound]),
     409 => shared("IdempotencyKeyInFlight"),
     413 => shared("BodyTooLarge"),
-    422 => shared("IdempotencyKeyReused"),
+    422 => problem("`idempotency_key_reused`: this `Idempotency-Key` was already used for a different request. `invalid_welcome_text`: over 1000 characters after cleaning. `invalid_cover`: `cover_upload_id` is not an upload of this event that is ready, shown and not deleted. `invalid_upload_window`: an end that is not an RFC 3339 time, or `uploads_open_from` not before `uploads_open_until` (as the event would be).", &[IdempotencyKeyReused, InvalidWelcomeText, InvalidCover, InvalidUploadWindow]),
     500 => shared("Internal"),
 });
 

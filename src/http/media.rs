@@ -26,11 +26,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(original)).routes(routes!(thumb)).routes(routes!(preview))
 }
 
-fn not_modified(headers: &HeaderMap, etag: &str) -> Option<Response> {
+fn not_modified(headers: &HeaderMap, etag: &str, cache_control: &'static str) -> Option<Response> {
     let current = etag.trim_matches('"').as_bytes();
     let mut fields = headers.get_all(header::IF_NONE_MATCH).iter();
     fields.any(|field| none_match_lists(field.as_bytes(), current)).then(|| {
-        (StatusCode::NOT_MODIFIED, [(header::ETAG, etag.to_owned()), (header::CACHE_CONTROL, CACHE_FOREVER.into())])
+        (StatusCode::NOT_MODIFIED, [(header::ETAG, etag.to_owned()), (header::CACHE_CONTROL, cache_control.into())])
             .into_response()
     })
 }
@@ -134,8 +134,19 @@ async fn derivative(
         Derivative::Thumb => (BlobKey::Thumb { event_id, upload_id }, "thumb"),
         Derivative::Preview => (BlobKey::Preview { event_id, upload_id }, "preview"),
     };
-    let etag = format!("\"{upload_id}-{name}\"");
-    if let Some(response) = not_modified(&headers, &etag) {
+    send_derivative(&state, key, &format!("\"{upload_id}-{name}\""), &headers, CACHE_FOREVER).await
+}
+
+/// A derivative's bytes under `etag` (304 when `If-None-Match` matches it), cached as
+/// `cache_control` says; 404 when the store does not hold it.
+pub(super) async fn send_derivative(
+    state: &AppState,
+    key: BlobKey,
+    etag: &str,
+    headers: &HeaderMap,
+    cache_control: &'static str,
+) -> ApiResult<Response> {
+    if let Some(response) = not_modified(headers, etag, cache_control) {
         return Ok(response);
     }
     let blob = match state.blobs.get(key, None).await {
@@ -147,16 +158,17 @@ async fn derivative(
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/jpeg"));
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(CACHE_FOREVER));
-    h.insert(header::ETAG, HeaderValue::from_str(&etag).map_err(anyhow::Error::from)?);
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
+    h.insert(header::ETAG, HeaderValue::from_str(etag).map_err(anyhow::Error::from)?);
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     Ok(response)
 }
 
 /// The original's bytes
 ///
-/// To the same principals as the Upload, by cookie as well as by bearer token (an `<img>` sends only cookies).
-/// Content never changes under this URL: cached for a year, validated by `ETag` (the SHA-256). A single byte range
+/// To the same principals as the Upload, by cookie as well as by bearer token (an `<img>` sends only cookies);
+/// while the event's `guest_downloads` is off, a guest gets only their own originals (another guest's: 403
+/// `downloads_disabled`). Content never changes under this URL: cached for a year, validated by `ETag` (the SHA-256). A single byte range
 /// gives 206; several ranges or another unit are ignored (200, whole file).
 #[utoipa::path(
     get,
@@ -180,10 +192,15 @@ async fn original(
 ) -> ApiResult<Response> {
     let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
     let row = visible_upload(&state, &viewer, id).await?;
+    // With guest downloads off, a guest still gets their own originals; the organiser all.
+    let others = !viewer.is_organiser_of(row.event_id) && viewer.guest_id() != Some(row.guest_id);
+    if others && viewer.guest.as_ref().is_some_and(|g| !g.guest_downloads) {
+        return Err(ApiError::DownloadsDisabled);
+    }
     let etag = format!("\"{}\"", row.sha256);
     let len = u64::try_from(row.bytes).unwrap_or(0);
 
-    if let Some(response) = not_modified(&headers, &etag) {
+    if let Some(response) = not_modified(&headers, &etag, CACHE_FOREVER) {
         return Ok(response);
     }
 
@@ -283,6 +300,7 @@ mod tests {
 
 refusals!(GetOriginalRefusals {
     401 => shared("Unauthenticated"),
+    403 => problem("`downloads_disabled`: the organiser turned guest downloads off and this is another guest's photo.", &[DownloadsDisabled]),
     404 => problem("No such upload, deleted, or not visible to the caller.", &[NotFound]),
     416 => with_header(problem("The range starts at or beyond the end of the file.", &[RangeNotSatisfiable]), "Content-Range", schemas::UnsatisfiedRange::schema(), "`bytes */{length}`."),
     500 => shared("Internal"),

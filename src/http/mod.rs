@@ -7,6 +7,7 @@ pub mod client_addr;
 pub mod connection_activity;
 pub mod connections;
 pub mod credentials;
+pub mod event_page;
 pub mod events;
 pub mod export;
 pub mod extract;
@@ -42,6 +43,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(system::routes())
         .merge(events::routes(&keyed))
         .merge(admin::routes(&keyed))
+        .merge(event_page::routes())
         .merge(guests::routes())
         .merge(organiser::routes())
         .merge(uploads::routes(&keyed))

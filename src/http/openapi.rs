@@ -245,6 +245,10 @@ pub mod schemas {
         Immutable => ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["private, max-age=31536000, immutable"])).into()
     );
     custom_schema!(
+        /// Stored, but revalidated on every use: the event's cover may change under its URL.
+        Revalidate => ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["public, no-cache"])).into()
+    );
+    custom_schema!(
         /// `bytes`.
         Bytes => ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["bytes"])).into()
     );

@@ -41,6 +41,8 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("slideshow.js", JS, include_str!("../../static/slideshow.js")),
     ("admin.js", JS, include_str!("../../static/admin.js")),
     ("admin-event-view.js", JS, include_str!("../../static/admin-event-view.js")),
+    ("event-page.js", JS, include_str!("../../static/event-page.js")),
+    ("guest-page-card.js", JS, include_str!("../../static/guest-page-card.js")),
 ];
 
 pub fn routes() -> Router<AppState> {

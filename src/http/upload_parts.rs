@@ -159,6 +159,8 @@ impl From<IngestError> for ApiError {
     fn from(e: IngestError) -> Self {
         match e {
             IngestError::UploadsClosed => ApiError::UploadsClosed,
+            IngestError::UploadsNotOpenYet(opens_at) => ApiError::UploadsNotOpenYet(opens_at),
+            IngestError::UploadsEnded(closed_at) => ApiError::UploadsEnded(closed_at),
             IngestError::QuotaExceeded { quota_bytes, remaining_bytes } => {
                 ApiError::QuotaExceeded { quota_bytes, remaining_bytes }
             }

@@ -1,6 +1,5 @@
 //! The JSON shapes of the contract (API.md): what a client sees of events and uploads.
 
-use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -8,11 +7,7 @@ use uuid::Uuid;
 use crate::db::comments::CommentRow;
 use crate::db::events::EventRow;
 use crate::db::uploads::UploadRow;
-use crate::domain::UploadStatus;
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
+use crate::domain::{UploadStatus, rfc3339};
 
 #[derive(Serialize, ToSchema)]
 #[schema(as = Event)]
@@ -41,6 +36,25 @@ pub struct EventJson {
     /// Bytes of originals stored in the event (deleted photos refunded).
     #[schema(minimum = 0)]
     pub used_bytes: i64,
+    // The guests' page (`http::event_page`).
+    /// Shown under the event's name on the guests' page, as plain text with its line breaks; null: none.
+    #[schema(required = true, max_length = 1000)]
+    pub welcome_text: Option<String>,
+    /// The upload shown as the page's cover; null when there is none, or while that upload is hidden or deleted.
+    #[schema(required = true)]
+    pub cover_upload_id: Option<Uuid>,
+    /// `/api/v1/events/{slug}/cover`, the cover's preview, served without credentials; null when there is no cover.
+    #[schema(required = true, examples("/api/v1/events/hochzeit-anna-ben-x7k2/cover"))]
+    pub cover_url: Option<String>,
+    /// false: guests may not save other guests' originals (403 `downloads_disabled`); their own, and thumbs and
+    /// previews, still load.
+    pub guest_downloads: bool,
+    /// New uploads are refused (403 `uploads_closed`) before this time; null: no start.
+    #[schema(required = true, format = DateTime)]
+    pub uploads_open_from: Option<String>,
+    /// New uploads are refused (403 `uploads_closed`) from this time on; null: no end.
+    #[schema(required = true, format = DateTime)]
+    pub uploads_open_until: Option<String>,
 }
 
 impl EventJson {
@@ -56,8 +70,19 @@ impl EventJson {
             created_at: rfc3339(event.created_at),
             storage_cap_bytes: event.storage_cap_bytes,
             used_bytes: event.used_bytes,
+            welcome_text: event.page.welcome_text.clone(),
+            cover_upload_id: event.page.cover_upload_id,
+            cover_url: cover_url(event),
+            guest_downloads: event.page.guest_downloads,
+            uploads_open_from: event.page.uploads_open_from.map(rfc3339),
+            uploads_open_until: event.page.uploads_open_until.map(rfc3339),
         }
     }
+}
+
+/// Where the event's cover is served, when it has one.
+pub fn cover_url(event: &EventRow) -> Option<String> {
+    event.page.cover_upload_id.map(|_| format!("/api/v1/events/{}/cover", event.slug))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -1,11 +1,19 @@
 //! `IngestError`: every way the upload use case refuses or fails, as values. The HTTP layer
 //! maps each to the contract's problem in one place (`http::upload_parts`).
 
+use crate::db::guests::UploadsShut;
+
 /// Why an upload was not stored (and, for a key already used, why it is not a replay).
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     #[error("uploads are closed for this event")]
     UploadsClosed,
+    /// The event's upload window begins at this moment.
+    #[error("uploads for this event open at {0}")]
+    UploadsNotOpenYet(chrono::DateTime<chrono::Utc>),
+    /// The event's upload window ended at this moment.
+    #[error("uploads for this event closed at {0}")]
+    UploadsEnded(chrono::DateTime<chrono::Utc>),
     #[error("the guest's quota is used up: {remaining_bytes} of {quota_bytes} bytes left")]
     QuotaExceeded { quota_bytes: i64, remaining_bytes: i64 },
     #[error("the event's storage is full: {remaining_bytes} of {cap_bytes} bytes left")]
@@ -53,5 +61,16 @@ impl From<sqlx::Error> for IngestError {
 impl From<object_store::Error> for IngestError {
     fn from(e: object_store::Error) -> Self {
         IngestError::Internal(e.into())
+    }
+}
+
+/// The event's switch or window, as a refusal.
+impl From<UploadsShut> for IngestError {
+    fn from(shut: UploadsShut) -> Self {
+        match shut {
+            UploadsShut::Closed => IngestError::UploadsClosed,
+            UploadsShut::NotYet(opens_at) => IngestError::UploadsNotOpenYet(opens_at),
+            UploadsShut::Ended(closed_at) => IngestError::UploadsEnded(closed_at),
+        }
     }
 }
