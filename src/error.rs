@@ -116,6 +116,14 @@ error_codes! {
         "The path exists but not with this method.";
     NotReady = "not_ready", SERVICE_UNAVAILABLE,
         "`/readyz`: the database or the photo store does not answer; `detail` says which.";
+    GuestBlocked = "guest_blocked", FORBIDDEN,
+        "The event's organiser blocked this guest: new uploads, likes and comments are refused (replays of earlier uploads still answer).";
+    CoOrganiserLimit = "co_organiser_limit", CONFLICT,
+        "Adding a co-organiser: the event already has 10 that are not revoked.";
+    UploadNotDeleted = "upload_not_deleted", CONFLICT,
+        "Restoring an upload that is not deleted.";
+    UndoExpired = "undo_expired", GONE,
+        "Restoring a deleted upload after its undo grace, or once its bytes are being (or were) removed; or one its uploader deleted.";
 }
 
 impl serde::Serialize for ErrorCode {
@@ -225,6 +233,14 @@ pub enum ApiError {
     /// Which part does not answer, for the operator.
     #[error("{0}")]
     NotReady(String),
+    #[error("the hosts have stopped your uploads")]
+    GuestBlocked,
+    #[error("this event already has {limit} co-organisers; revoke one first")]
+    CoOrganiserLimit { limit: i64 },
+    #[error("this photo is not deleted")]
+    UploadNotDeleted,
+    #[error("this photo can no longer be restored")]
+    UndoExpired,
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -273,6 +289,10 @@ impl ApiError {
             IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
             MethodNotAllowed => ErrorCode::MethodNotAllowed,
             NotReady(_) => ErrorCode::NotReady,
+            GuestBlocked => ErrorCode::GuestBlocked,
+            CoOrganiserLimit { .. } => ErrorCode::CoOrganiserLimit,
+            UploadNotDeleted => ErrorCode::UploadNotDeleted,
+            UndoExpired => ErrorCode::UndoExpired,
             Internal(_) => ErrorCode::Internal,
         }
     }

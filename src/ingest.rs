@@ -228,6 +228,7 @@ impl Upload {
                     self.filename = Some(name);
                     self.file = match self.key {
                         Key::Replay(..) => File::Skipped,
+                        Key::Unknown | Key::New(_) if self.guest.blocked => File::Refused(IngestError::GuestBlocked),
                         Key::Unknown | Key::New(_) if !self.guest.uploads_open => {
                             File::Refused(IngestError::UploadsClosed)
                         }
@@ -256,6 +257,10 @@ impl Upload {
             file.discard().await;
             check_declared(self.filename.as_ref(), self.caption.as_ref(), &row)?;
             return Ok(Ingested::Replayed(*row));
+        }
+        if self.guest.blocked {
+            file.discard().await;
+            return Err(IngestError::GuestBlocked);
         }
         if !self.guest.uploads_open {
             file.discard().await;

@@ -159,6 +159,7 @@ impl From<IngestError> for ApiError {
     fn from(e: IngestError) -> Self {
         match e {
             IngestError::UploadsClosed => ApiError::UploadsClosed,
+            IngestError::GuestBlocked => ApiError::GuestBlocked,
             IngestError::QuotaExceeded { quota_bytes, remaining_bytes } => {
                 ApiError::QuotaExceeded { quota_bytes, remaining_bytes }
             }
