@@ -39,6 +39,8 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("lightbox.js", JS, include_str!("../../static/lightbox.js")),
     ("moderation.js", JS, include_str!("../../static/moderation.js")),
     ("slideshow.js", JS, include_str!("../../static/slideshow.js")),
+    ("co-organisers-view.js", JS, include_str!("../../static/co-organisers-view.js")),
+    ("blocks-view.js", JS, include_str!("../../static/blocks-view.js")),
 ];
 
 pub fn routes() -> Router<AppState> {
