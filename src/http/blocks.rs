@@ -147,22 +147,7 @@ async fn block(
     Path((slug, id)): Path<(String, String)>,
     write: Write,
 ) -> ApiResult<Response> {
-    let (event, id) = organiser_of(event, &slug, Some(&id))?;
-    let mut tx = write.begin(&state.db).await?;
-    let Some(hidden) = tx.block_guest(event.id, id).await? else {
-        tx.rollback().await?;
-        return Err(ApiError::NotFound);
-    };
-    for upload_id in &hidden {
-        tx.append_live(event.id, LiveKind::Removed, *upload_id).await?;
-    }
-    let row = tx.guest_standing(event.id, id).await?.ok_or(ApiError::NotFound)?;
-    let response = tx.commit(Json(GuestStandingJson::new(&row)).into_response()).await?;
-    if !hidden.is_empty() {
-        state.live.poke();
-    }
-    tracing::info!(event_id = %event.id, guest_id = %id, hidden = hidden.len(), "guest blocked");
-    Ok(response)
+    set_blocked(&state, event, &slug, &id, write, true).await
 }
 
 /// Unblock a guest (organiser)
@@ -188,15 +173,38 @@ async fn unblock(
     Path((slug, id)): Path<(String, String)>,
     write: Write,
 ) -> ApiResult<Response> {
-    let (event, id) = organiser_of(event, &slug, Some(&id))?;
+    set_blocked(&state, event, &slug, &id, write, false).await
+}
+
+/// Blocks the guest (hiding their shown uploads, each announced as removed) or unblocks them,
+/// and answers the guest as they are now.
+async fn set_blocked(
+    state: &AppState,
+    event: EventRow,
+    slug: &str,
+    id: &str,
+    write: Write,
+    blocked: bool,
+) -> ApiResult<Response> {
+    let (event, id) = organiser_of(event, slug, Some(id))?;
     let mut tx = write.begin(&state.db).await?;
-    if !tx.unblock_guest(event.id, id).await? {
+    let hidden = match blocked {
+        true => tx.block_guest(event.id, id).await?,
+        false => tx.unblock_guest(event.id, id).await?.then(Vec::new),
+    };
+    let Some(hidden) = hidden else {
         tx.rollback().await?;
         return Err(ApiError::NotFound);
+    };
+    for upload_id in &hidden {
+        tx.append_live(event.id, LiveKind::Removed, *upload_id).await?;
     }
     let row = tx.guest_standing(event.id, id).await?.ok_or(ApiError::NotFound)?;
     let response = tx.commit(Json(GuestStandingJson::new(&row)).into_response()).await?;
-    tracing::info!(event_id = %event.id, guest_id = %id, "guest unblocked");
+    if !hidden.is_empty() {
+        state.live.poke();
+    }
+    tracing::info!(event_id = %event.id, guest_id = %id, blocked, hidden = hidden.len(), "guest blocked or unblocked");
     Ok(response)
 }
 
