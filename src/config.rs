@@ -110,6 +110,10 @@ pub struct ServeArgs {
     #[arg(long, env = "CONFETTI_ORGANISER_SESSION_S", default_value_t = defaults::ORGANISER_SESSION_S)]
     pub organiser_session_s: u64,
 
+    /// Seconds an organiser may undo deleting a photo; its bytes are removed after that.
+    #[arg(long, env = "CONFETTI_UNDO_GRACE_S", default_value_t = defaults::UNDO_GRACE_S)]
+    pub undo_grace_s: u64,
+
     /// Serve `/metrics` only on this separate address (e.g. `127.0.0.1:9090`), not on the
     /// public one. `CONFETTI_METRICS_TOKEN`, when set, also requires `Authorization: Bearer`.
     #[arg(long, env = "CONFETTI_METRICS_BIND")]
@@ -146,6 +150,7 @@ impl ServeArgs {
             max_connections: self.max_connections,
             trusted_proxies: self.trusted_proxy.clone(),
             organiser_session: Duration::from_secs(self.organiser_session_s),
+            undo_grace: Duration::from_secs(self.undo_grace_s),
             metrics_bind: self.metrics_bind,
             metrics_token: metrics_token_from_env(),
             event_storage_cap_bytes: self.event_storage_cap_bytes,

@@ -124,6 +124,14 @@ error_codes! {
         "Changing an event: the cover is not an upload of this event that is ready, shown and not deleted.";
     InvalidUploadWindow = "invalid_upload_window", UNPROCESSABLE_ENTITY,
         "Changing an event: an end of the upload window is not an RFC 3339 time, or `uploads_open_from` is not before `uploads_open_until`.";
+    GuestBlocked = "guest_blocked", FORBIDDEN,
+        "The event's organiser blocked this guest: new uploads, likes and comments are refused (replays of earlier uploads still answer).";
+    CoOrganiserLimit = "co_organiser_limit", CONFLICT,
+        "Adding a co-organiser: the event already has 10 that are not revoked.";
+    UploadNotDeleted = "upload_not_deleted", CONFLICT,
+        "Restoring an upload that is not deleted.";
+    UndoExpired = "undo_expired", GONE,
+        "Restoring a deleted upload after its undo grace, or once its bytes are being (or were) removed; or one its uploader deleted.";
 }
 
 impl serde::Serialize for ErrorCode {
@@ -247,6 +255,14 @@ pub enum ApiError {
     /// The event's upload window has ended.
     #[error("uploads for this event closed at {}", rfc3339(*.0))]
     UploadsEnded(chrono::DateTime<chrono::Utc>),
+    #[error("the hosts have stopped your uploads")]
+    GuestBlocked,
+    #[error("this event already has {limit} co-organisers; revoke one first")]
+    CoOrganiserLimit { limit: i64 },
+    #[error("this photo is not deleted")]
+    UploadNotDeleted,
+    #[error("this photo can no longer be restored")]
+    UndoExpired,
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -300,6 +316,10 @@ impl ApiError {
             InvalidCover(_) => ErrorCode::InvalidCover,
             InvalidUploadWindow(_) => ErrorCode::InvalidUploadWindow,
             UploadsNotOpenYet(_) | UploadsEnded(_) => ErrorCode::UploadsClosed,
+            GuestBlocked => ErrorCode::GuestBlocked,
+            CoOrganiserLimit { .. } => ErrorCode::CoOrganiserLimit,
+            UploadNotDeleted => ErrorCode::UploadNotDeleted,
+            UndoExpired => ErrorCode::UndoExpired,
             Internal(_) => ErrorCode::Internal,
         }
     }

@@ -229,6 +229,7 @@ impl Upload {
                     self.filename = Some(name);
                     self.file = match self.key {
                         Key::Replay(..) => File::Skipped,
+                        Key::Unknown | Key::New(_) if self.guest.blocked => File::Refused(IngestError::GuestBlocked),
                         Key::Unknown | Key::New(_) => match self.guest.uploads_refused(Utc::now()) {
                             Some(shut) => File::Refused(shut.into()),
                             None => self.receive(parts).await?,
@@ -257,6 +258,10 @@ impl Upload {
             file.discard().await;
             check_declared(self.filename.as_ref(), self.caption.as_ref(), &row)?;
             return Ok(Ingested::Replayed(*row));
+        }
+        if self.guest.blocked {
+            file.discard().await;
+            return Err(IngestError::GuestBlocked);
         }
         if let Some(shut) = self.guest.uploads_refused(Utc::now()) {
             file.discard().await;

@@ -21,6 +21,7 @@ pub mod defaults {
     pub const ORGANISER_SESSION_S: u64 = 7 * 24 * 60 * 60;
     pub const EVENT_STORAGE_CAP_BYTES: i64 = 100 * 1024 * 1024 * 1024;
     pub const MIN_FREE_BYTES: u64 = 1024 * 1024 * 1024;
+    pub const UNDO_GRACE_S: u64 = 60;
 }
 
 #[derive(Clone, Debug)]
@@ -58,6 +59,9 @@ pub struct Settings {
     pub event_storage_cap_bytes: i64,
     /// Uploads are refused while the local photo store has less free space.
     pub min_free_bytes: u64,
+    /// How long after an organiser deleted a photo they may restore it; its bytes are removed
+    /// once it has passed (0: at once, as a guest's own delete).
+    pub undo_grace: Duration,
 }
 
 impl Settings {
@@ -86,6 +90,7 @@ impl Settings {
             metrics_token: None,
             event_storage_cap_bytes: EVENT_STORAGE_CAP_BYTES,
             min_free_bytes: MIN_FREE_BYTES,
+            undo_grace: Duration::from_secs(UNDO_GRACE_S),
         }
     }
 

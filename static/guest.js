@@ -60,6 +60,8 @@ export async function guestPage({ slug, event, main, messages }) {
       uploads.render(item);
       // A refusal tells what the event said before: uploads are closed.
       if (item.state === 'failed' && item.final && item.last_error === 'uploads_closed') uploadsOpen(false);
+      // The hosts blocked this guest: the page says so instead of offering to send.
+      if (item.state === 'failed' && item.final && item.last_error === 'guest_blocked') uploads.setBlocked(true);
     },
     onDone: (item) => {
       refreshMe();
@@ -128,6 +130,7 @@ export async function guestPage({ slug, event, main, messages }) {
     try {
       me = await api('GET', '/api/v1/me');
       quota.render(me);
+      uploads.setBlocked(Boolean(me.blocked));
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) showJoin();
     }

@@ -7,7 +7,7 @@
 import { h, api, previewUrl, STATUS } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
 import { MessageArea, errorText } from './messages.js';
-import { hideButton, deleteButton } from './moderation.js';
+import { hideButton, deleteButton, offerUndo } from './moderation.js';
 
 // A swipe: at least this far sideways, and clearly more sideways than up or down.
 const SWIPE_PX = 50;
@@ -300,11 +300,16 @@ export class Lightbox {
     this.loadComments(u.id);
   }
 
-  /** The photo is gone: it leaves the gallery (which closes this view) and the page says so. */
+  /**
+   * The photo is gone: it leaves the gallery (which closes this view) and the page says so; the
+   * organiser may undo it for a few seconds.
+   */
   deleted(id) {
     const u = this.gallery.uploads.get(id);
     this.gallery.remove(id);
     this.gallery.onDeleted(u);
-    this.gallery.messages?.note(() => t('deleted'));
+    const messages = this.gallery.messages;
+    if (u && messages && this.gallery.viewer().organiser) offerUndo(u, { messages, onRestored: (restored) => this.gallery.upsert(restored) });
+    else messages?.note(() => t('deleted'));
   }
 }

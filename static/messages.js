@@ -41,9 +41,13 @@ export class MessageArea {
     });
   }
 
-  /** A note that passes by itself (role=status): something worked, or is worth knowing. */
-  note(words) {
-    return this.show(words, 'note');
+  /**
+   * A note that passes by itself (role=status): something worked, or is worth knowing. With
+   * `action` ({name, label, run}) it carries a button that runs it and takes the note away
+   * ("Photo deleted · Undo"); `ms` how long it stays.
+   */
+  note(words, { action, ms } = {}) {
+    return this.show(words, 'note', { action, ms });
   }
 
   /** A refusal or failure (role=alert): stays until dismissed or the same words come again. */
@@ -60,17 +64,19 @@ export class MessageArea {
    * Shows `words` (a string, or a function giving the string in the current language, so the
    * message follows a language switch). Returns a function that takes the message away.
    */
-  show(words, kind) {
+  show(words, kind, { action, ms = NOTE_MS } = {}) {
     const text = typeof words === 'function' ? words : () => words;
     const body = h('span', { class: 'message-text' });
     const dismiss = h('button', { type: 'button', class: 'message-dismiss', 'data-action': 'dismiss' }, h('span', { 'aria-hidden': 'true' }, '✕'));
-    const el = h('div', { class: `message ${kind}`, 'data-kind': kind }, body, dismiss);
+    const act = action ? h('button', { type: 'button', class: 'message-action', 'data-action': action.name }) : null;
+    const el = h('div', { class: `message ${kind}`, 'data-kind': kind }, body, act, dismiss);
     let timer = null;
     const m = {
       el,
       text,
       render() {
         body.textContent = text();
+        if (act) act.textContent = action.label();
         dismiss.setAttribute('aria-label', t('dismiss'));
       },
       close: () => {
@@ -84,9 +90,13 @@ export class MessageArea {
     for (const old of this.shown.filter((x) => x.text() === text())) old.close();
     while (this.shown.length >= MAX_SHOWN) this.shown[0].close();
     dismiss.addEventListener('click', m.close);
+    act?.addEventListener('click', () => {
+      m.close();
+      action.run();
+    });
     (kind === 'error' ? this.alerts : this.notes).append(el);
     this.shown.push(m);
-    if (kind !== 'error') timer = setTimeout(m.close, NOTE_MS);
+    if (kind !== 'error') timer = setTimeout(m.close, ms);
     return m.close;
   }
 }

@@ -1,6 +1,7 @@
 // The controls that change a photo for everyone: its organiser hides it (or shows it again), and
-// its uploader or organiser deletes it. Deleting is final, so it is asked in place first; a
-// refusal is said in the page's message area.
+// its uploader or organiser deletes it. Deleting is asked in place first; the organiser may undo
+// it for a few seconds after ("Photo deleted · Undo"); a refusal is said in the page's message
+// area.
 
 import { h, api, ApiError, STATUS } from './util.js';
 import { t } from './i18n.js';
@@ -51,4 +52,31 @@ export function deleteButton(upload, { messages, onDeleted }) {
     onDeleted();
   });
   return button;
+}
+
+/** How long the organiser is offered to undo a delete (the server keeps the photo longer). */
+export const UNDO_MS = 10_000;
+
+/**
+ * "Photo deleted · Undo", for the organiser: the note carries an Undo button for `UNDO_MS`;
+ * undoing restores the photo on the server and hands it back.
+ * @param {object} upload the deleted photo
+ * @param {{messages: import('./messages.js').MessageArea, onRestored: (upload) => void}} o
+ */
+export function offerUndo(upload, { messages, onRestored }) {
+  messages.note(() => t('deleted'), {
+    ms: UNDO_MS,
+    action: {
+      name: 'undo',
+      label: () => t('undo'),
+      run: async () => {
+        try {
+          onRestored(await api('POST', `/api/v1/uploads/${upload.id}/restore`));
+          messages.note(() => t('restored'));
+        } catch (err) {
+          messages.error(() => errorText(err));
+        }
+      },
+    },
+  });
 }

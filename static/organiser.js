@@ -1,7 +1,8 @@
 // The organiser's page for one event: log in with the event's password, show the QR code of
-// the join link (copy it, print a table card), open or close uploads, set the guests' quota,
-// shape the guests' page (guest-page-card.js), moderate (hide, delete; each tile says who sent it), download the photos as a ZIP (with or
-// without the hidden ones), and run the full-screen live slideshow (slideshow.js).
+// the join link (copy it, print a table card), open or close uploads, set the guests' quota (in
+// photos, as guests read it), shape the guests' page (guest-page-card.js), moderate (hide, delete with undo; each tile says who sent it and
+// offers to block them), download the photos as a ZIP (with or without the hidden ones), run the
+// full-screen live slideshow (slideshow.js), and give helpers a login (co-organisers-view.js).
 
 import { h, api, ApiError, formatBytes, STATUS } from './util.js';
 import { t, tIn, lang, onLangChange } from './i18n.js';
@@ -10,7 +11,9 @@ import { Slideshow } from './slideshow.js';
 import { errorText } from './messages.js';
 import { GuestPageCard } from './guest-page-card.js';
 
-const MB = 1024 * 1024;
+import { TYPICAL_PHOTO_BYTES } from './quota-view.js';
+import { blockButton, BlockedGuestsCard } from './blocks-view.js';
+import { CoOrganisersCard } from './co-organisers-view.js';
 
 export async function organiserPage({ slug, event, main, messages }) {
   let current = event;
@@ -45,7 +48,8 @@ export async function organiserPage({ slug, event, main, messages }) {
   const qr = h('img', { class: 'qr', alt: 'QR', width: 240, height: 240 });
   const joinLink = h('a', { class: 'join-link', 'data-testid': 'join-link' });
   const openBox = h('input', { type: 'checkbox', name: 'uploads_open', id: 'uploads_open', class: 'switch' });
-  const quotaInput = h('input', { type: 'number', name: 'guest_quota_mb', id: 'guest_quota_mb', min: 0, step: 1, inputmode: 'numeric' });
+  // The quota in photos, as guests read theirs ("about 200 more photos"): a typical photo each.
+  const quotaInput = h('input', { type: 'number', name: 'guest_quota_photos', id: 'guest_quota_photos', min: 0, step: 1, inputmode: 'numeric' });
   const settingsNote = h('p', { class: 'note', role: 'status' });
   const copyButton = h('button', { type: 'button', class: 'secondary', 'data-action': 'copy-link' });
   const copyFallback = h('input', { type: 'text', readonly: true, class: 'copy-fallback', 'data-testid': 'copy-fallback', hidden: true, 'aria-label': 'URL' });
@@ -72,7 +76,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     link: h('h2', {}),
     hint: h('p', { class: 'hint' }),
     open: h('label', { for: 'uploads_open' }),
-    quota: h('label', { for: 'guest_quota_mb' }),
+    quota: h('label', { for: 'guest_quota_photos' }),
     save: h('button', { type: 'submit', class: 'secondary' }),
     gallery: h('h2', {}),
     who: h('span', {}),
@@ -96,17 +100,27 @@ export async function organiserPage({ slug, event, main, messages }) {
   const quotaForm = h('form', { class: 'quota-form' }, labels.quota, h('div', { class: 'row' }, quotaInput, labels.save));
   quotaForm.addEventListener('submit', async (e) => {
     e.preventDefault();
-    await change({ guest_quota_bytes: Math.round(Number(quotaInput.value) * MB) });
+    await change({ guest_quota_bytes: Math.round(Number(quotaInput.value)) * TYPICAL_PHOTO_BYTES });
   });
   openBox.addEventListener('change', () => change({ uploads_open: openBox.checked }));
 
   const pageCard = new GuestPageCard({ change, galleryRoot, gallery: () => gallery });
+  // ---- people: co-organisers and blocked guests (co-organisers-view.js, blocks-view.js) ----
+  const coOrganisers = new CoOrganisersCard({ slug, messages });
+  const blockedGuests = new BlockedGuestsCard({ slug, messages, onUnblocked: () => {} });
+  /** A guest was blocked: their photos are hidden now, so their tiles are read again. */
+  function guestBlocked(standing) {
+    blockedGuests.refresh();
+    for (const u of gallery?.uploads.values() ?? []) if (u.guest?.id === standing.id) gallery.reread(u.id);
+  }
 
   dashboard.append(
     h('p', { class: 'muted who-row' }, labels.who, labels.logout),
     h('div', { class: 'card share' }, labels.link, qr, joinLink, copyFallback, h('div', { class: 'share-actions' }, copyButton, printButton), shareNote, labels.hint),
     h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, quotaShown, settingsNote),
     pageCard.el,
+    coOrganisers.el,
+    blockedGuests.el,
     h('div', { class: 'actions' }, h('div', { class: 'export-group' }, zip, hiddenNote, zipHidden), showButton),
     labels.gallery,
     count,
@@ -135,16 +149,26 @@ export async function organiserPage({ slug, event, main, messages }) {
   printButton.addEventListener('click', () => window.print());
   quotaInput.addEventListener('input', () => renderQuotaShown());
 
-  // Who sent each photo, under its tile (the gallery draws the tiles; a tile redrawn gets it again).
+  // Who sent each photo, under its tile, and the action that blocks them (the gallery draws
+  // the tiles; a tile redrawn gets both again).
   const names = new MutationObserver(() => nameTiles());
   names.observe(galleryRoot, { childList: true, subtree: true });
   function nameTiles() {
     for (const tile of galleryRoot.querySelectorAll('.tile[data-upload-id]')) {
       const name = gallery?.uploads.get(tile.dataset.uploadId)?.guest?.display_name ?? '';
       const shown = tile.querySelector(':scope > .tile-by');
+      if (!tile.querySelector(':scope > .tile-block, :scope > .confirm')) {
+        const upload = gallery?.uploads.get(tile.dataset.uploadId);
+        if (upload?.guest?.id) tile.append(blockButton(upload, { slug, messages, onBlocked: guestBlocked }));
+      }
       if (shown?.textContent === name) continue;
       if (shown) shown.textContent = name;
-      else tile.append(h('p', { class: 'tile-by', 'data-testid': 'tile-by' }, name));
+      else {
+        const by = h('p', { class: 'tile-by', 'data-testid': 'tile-by' }, name);
+        const after = tile.querySelector(':scope > .tile-block, :scope > .confirm');
+        if (after) after.before(by);
+        else tile.append(by);
+      }
     }
   }
 
@@ -170,7 +194,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     labels.link.textContent = t('join_link');
     labels.hint.textContent = t('qr_hint');
     labels.open.textContent = t('uploads_open');
-    labels.quota.textContent = t('quota_per_guest');
+    labels.quota.textContent = t('quota_photos_per_guest');
     labels.save.textContent = t('save');
     labels.gallery.textContent = t('gallery');
     renderCard();
@@ -185,7 +209,8 @@ export async function organiserPage({ slug, event, main, messages }) {
     }
     openBox.checked = current.uploads_open !== false;
     pageCard.render(current);
-    if (document.activeElement !== quotaInput) quotaInput.value = String(Math.round((current.guest_quota_bytes ?? 0) / MB));
+    if (document.activeElement !== quotaInput) quotaInput.value = String(Math.round((current.guest_quota_bytes ?? 0) / TYPICAL_PHOTO_BYTES));
+    for (const button of galleryRoot.querySelectorAll('.tile-block')) button.relabel?.();
     if (gallery) {
       const n = gallery.order.length;
       count.textContent = n === 1 && gallery.exhausted ? t('photos_count_one') : t('photos_count', { n }) + (gallery.exhausted ? '' : '+');
@@ -199,10 +224,11 @@ export async function organiserPage({ slug, event, main, messages }) {
     card.link.textContent = current.join_url || '';
   }
 
-  /** The quota as guests will read it ("1 GB"), while the organiser types megabytes. */
+  /** What the photos the organiser types come to in bytes ("≈ 1 GB per guest"). */
   function renderQuotaShown() {
-    const mb = Number(quotaInput.value);
-    quotaShown.textContent = quotaInput.value !== '' && Number.isFinite(mb) && mb >= 0 ? t('quota_guests_see', { size: formatBytes(Math.round(mb * MB), lang()) }) : '';
+    const photos = Number(quotaInput.value);
+    const valid = quotaInput.value !== '' && Number.isFinite(photos) && photos >= 0;
+    quotaShown.textContent = valid ? t('quota_photos_bytes', { size: formatBytes(Math.round(photos) * TYPICAL_PHOTO_BYTES, lang()), photo: formatBytes(TYPICAL_PHOTO_BYTES, lang()) }) : '';
   }
 
   /** Hidden photos stay out of the plain download; the page says how many, and offers both. */
@@ -231,6 +257,8 @@ export async function organiserPage({ slug, event, main, messages }) {
       gallery.onChange(() => renderDashboard());
       gallery.loadMore();
       gallery.live((u) => slideshow.arrived(u));
+      coOrganisers.refresh();
+      blockedGuests.refresh();
     }
     renderDashboard();
   }

@@ -35,6 +35,7 @@ export class UploadView {
     this.open = event.uploads_open !== false;
     /** Why uploads are closed: `{kind: 'closed'}`, or the window's `{kind: 'not_yet' | 'ended', at}`. */
     this.why = this.open ? null : { kind: 'closed' };
+    this.blocked = false;
     this.expanded = false;
     this.rows = new Map();
     this.list = h('ul', { class: 'queue collapsed', id: 'queue-list' });
@@ -86,14 +87,25 @@ export class UploadView {
     this.renderSummary();
   }
 
+  /** The hosts stopped this guest's uploads (as `GET /me` or a refusal told): for good. */
+  setBlocked(blocked) {
+    if (this.blocked === blocked) return;
+    this.blocked = blocked;
+    this.renderPicker();
+  }
+
   renderPicker() {
-    this.input.disabled = !this.open;
-    this.pick.classList.toggle('disabled', !this.open);
-    if (this.open) this.pick.removeAttribute('aria-disabled');
+    const usable = this.open && !this.blocked;
+    this.input.disabled = !usable;
+    this.pick.classList.toggle('disabled', !usable);
+    if (usable) this.pick.removeAttribute('aria-disabled');
     else this.pick.setAttribute('aria-disabled', 'true');
     const kind = this.open ? '' : this.why?.kind || 'closed';
     this.pick.dataset.closed = kind;
-    if (kind === 'not_yet') {
+    if (this.blocked) {
+      this.pickText.textContent = t('guest_blocked_button');
+      this.hint.textContent = t('guest_blocked_hint');
+    } else if (kind === 'not_yet') {
       this.pickText.textContent = t('uploads_not_yet_button', { when: when(this.why.at) });
       this.hint.textContent = t('uploads_not_yet_hint');
     } else if (kind === 'ended') {
@@ -103,7 +115,8 @@ export class UploadView {
       this.pickText.textContent = this.open ? t('choose_photos') : t('uploads_closed_button');
       this.hint.textContent = this.open ? t('choose_hint') : t('uploads_closed_hint');
     }
-    this.hint.classList.toggle('closed-reason', !this.open);
+    this.hint.classList.toggle('closed-reason', !this.open && !this.blocked);
+    this.hint.classList.toggle('blocked-reason', Boolean(this.blocked));
   }
 
   /** The picker, the banner, the summary and every row, in the current language and connection state. */

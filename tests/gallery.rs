@@ -289,7 +289,9 @@ async fn hidden_uploads_are_invisible_to_other_guests(backend: Backend) {
 }
 
 async fn organisers_delete_any_upload_and_the_uploader_is_refunded(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    // Without an undo grace the organiser's delete removes the bytes at once (with one, they
+    // wait: tests/people.rs).
+    let app = TestApp::spawn_with(backend, Options { undo_grace_s: 0, ..Options::default() }).await;
     let event = app.create_event().await;
     let anna = app.join(&event, "Anna").await;
     let organiser = app.organiser_login(&event).await;

@@ -80,6 +80,11 @@ const KEYED_WRITES: &[(&str, &str, &str)] = &[
     ("patch", "/api/v1/uploads/{id}", "200"),
     ("delete", "/api/v1/uploads/{id}/like", "200"),
     ("post", "/api/v1/uploads/{id}/comments", "201"),
+    ("post", "/api/v1/events/{slug}/co-organisers", "201"),
+    ("delete", "/api/v1/events/{slug}/co-organisers/{id}", "204"),
+    ("post", "/api/v1/events/{slug}/guests/{id}/block", "200"),
+    ("delete", "/api/v1/events/{slug}/guests/{id}/block", "200"),
+    ("post", "/api/v1/uploads/{id}/restore", "200"),
 ];
 
 /// Writes that ignore `Idempotency-Key`: joining and organiser login have no principal to

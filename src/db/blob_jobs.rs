@@ -152,9 +152,14 @@ impl Db {
         on_db!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM blob_jobs").fetch_one(pool).await)
     }
 
-    /// The ids of an event's uploads that are not deleted: their blobs must stay.
+    /// The ids of an event's uploads that are not deleted, or whose delete job is still
+    /// pending (it may wait out an undo grace, and the job removes the blobs itself): their
+    /// blobs must stay.
     pub async fn live_upload_ids(&self, event_id: Uuid) -> sqlx::Result<Vec<Uuid>> {
-        on_db!(self, pool => sqlx::query_scalar("SELECT id FROM uploads WHERE event_id = $1 AND deleted_at IS NULL")
+        on_db!(self, pool => sqlx::query_scalar(
+            "SELECT id FROM uploads WHERE event_id = $1
+               AND (deleted_at IS NULL OR id IN (SELECT upload_id FROM blob_jobs WHERE kind = 'delete'))",
+        )
             .bind(event_id)
             .fetch_all(pool)
             .await)

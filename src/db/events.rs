@@ -55,39 +55,47 @@ impl Db {
         on_db!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM events").fetch_one(pool).await)
     }
 
-    /// Records an organiser session until `expires_at`. Expired sessions of every event are
-    /// deleted on the way: logins are few and throttled, so this keeps the table to the
-    /// sessions of one lifetime without a sweep of its own.
+    /// Records an organiser session until `expires_at`, started with the event's password
+    /// (`login_id` `None`) or a co-organiser's login; `false` when that login was revoked
+    /// meanwhile. Expired sessions of every event are deleted on the way: logins are few and
+    /// throttled, so this keeps the table to the sessions of one lifetime without a sweep of
+    /// its own.
     pub async fn insert_organiser_session(
         &self,
         token_hash: &[u8],
         event_id: Uuid,
+        login_id: Option<Uuid>,
         expires_at: DateTime<Utc>,
-    ) -> sqlx::Result<()> {
+    ) -> sqlx::Result<bool> {
         let now = Utc::now();
         on_db!(self, pool => sqlx::query("DELETE FROM organiser_sessions WHERE expires_at <= $1")
             .bind(now)
             .execute(pool)
             .await
             .map(|r| r.rows_affected()))?;
-        on_db!(self, pool => sqlx::query(
-            "INSERT INTO organiser_sessions (token_hash, event_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+        let inserted = on_db!(self, pool => sqlx::query(
+            "INSERT INTO organiser_sessions (token_hash, event_id, created_at, expires_at, login_id)
+             SELECT $1, $2, $3, $4, l.id FROM (SELECT $5 AS id) l
+             WHERE l.id IS NULL OR EXISTS (SELECT 1 FROM organiser_logins o WHERE o.id = l.id AND o.revoked_at IS NULL)",
         )
         .bind(token_hash)
         .bind(event_id)
         .bind(now)
         .bind(expires_at)
+        .bind(login_id)
         .execute(pool)
         .await
         .map(|r| r.rows_affected()))?;
-        Ok(())
+        Ok(inserted == 1)
     }
 
-    /// The event an organiser token belongs to, while its session lasts.
+    /// The event an organiser token belongs to, while its session lasts (and, for a
+    /// co-organiser's session, while their login is not revoked).
     pub async fn organiser_event(&self, token_hash: &[u8]) -> sqlx::Result<Option<EventRow>> {
         on_db!(self, pool => sqlx::query_as(concat!(
             event_select!(),
-            "JOIN organiser_sessions s ON s.event_id = e.id WHERE s.token_hash = $1 AND s.expires_at > $2 AND e.deleted_at IS NULL"
+            "JOIN organiser_sessions s ON s.event_id = e.id WHERE s.token_hash = $1 AND s.expires_at > $2 AND e.deleted_at IS NULL",
+            " AND (s.login_id IS NULL OR EXISTS (SELECT 1 FROM organiser_logins o WHERE o.id = s.login_id AND o.revoked_at IS NULL))"
         ))
         .bind(token_hash)
         .bind(Utc::now())

@@ -21,6 +21,8 @@ pub struct GuestRow {
     /// The event's total for all guests, and what its photos take (as read with the guest).
     pub event_storage_cap_bytes: i64,
     pub event_used_bytes: i64,
+    /// The organiser blocked the guest: new uploads, likes and comments are refused.
+    pub blocked: bool,
     /// The event's upload window and whether guests may save each other's originals.
     pub uploads_open_from: Option<DateTime<Utc>>,
     pub uploads_open_until: Option<DateTime<Utc>>,
@@ -59,7 +61,8 @@ macro_rules! guest_select {
         "SELECT g.id, g.event_id, e.slug AS event_slug, g.display_name, g.used_bytes,
                 e.guest_quota_bytes AS quota_bytes, e.uploads_open,
                 e.storage_cap_bytes AS event_storage_cap_bytes, e.used_bytes AS event_used_bytes,
-                e.uploads_open_from, e.uploads_open_until, e.guest_downloads
+                e.uploads_open_from, e.uploads_open_until, e.guest_downloads,
+                g.blocked_at IS NOT NULL AS blocked
          FROM guests g JOIN events e ON e.id = g.event_id AND e.deleted_at IS NULL "
     };
 }

@@ -8,6 +8,7 @@
 //! Expected conflicts come back as values (`Option`, `bool`), never as errors.
 
 pub mod blob_jobs;
+pub mod blocks;
 pub mod comments;
 pub mod derivatives;
 pub mod event_admin;
@@ -18,6 +19,8 @@ pub mod idempotency;
 pub mod instances;
 pub mod likes;
 pub mod live;
+pub mod organiser_logins;
+pub mod undo;
 pub mod uploads;
 
 use std::path::Path;

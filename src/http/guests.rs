@@ -61,6 +61,8 @@ struct Me {
     used_bytes: i64,
     /// The guest's uploads that are not deleted.
     upload_count: i64,
+    /// The organiser blocked this guest: new uploads, likes and comments are refused (403 `guest_blocked`).
+    blocked: bool,
 }
 
 /// Join an event as a guest
@@ -138,6 +140,7 @@ async fn me(State(state): State<AppState>, Guest(guest): Guest) -> ApiResult<Jso
         quota_bytes: guest.quota_bytes,
         used_bytes: guest.used_bytes,
         upload_count,
+        blocked: guest.blocked,
     }))
 }
 

@@ -2,8 +2,10 @@
 //! Handlers stay short: parse, call one use case, map the result to a response.
 
 pub mod admin;
+pub mod blocks;
 pub mod body_timeout;
 pub mod client_addr;
+pub mod co_organisers;
 pub mod connection_activity;
 pub mod connections;
 pub mod credentials;
@@ -22,6 +24,7 @@ pub mod organiser;
 pub mod pages;
 pub mod problem;
 pub mod reactions;
+pub mod restore;
 pub mod security_headers;
 mod state;
 pub mod system;
@@ -52,6 +55,9 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(export::routes())
         .merge(live::routes())
         .merge(media::routes())
+        .merge(co_organisers::routes(&keyed))
+        .merge(blocks::routes(&keyed))
+        .merge(restore::routes(&keyed))
         .split_for_parts();
     api.layer(Extension(openapi::Document(openapi::document(reference)))).merge(pages::routes())
 }

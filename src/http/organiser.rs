@@ -40,7 +40,8 @@ struct OrganiserSession {
 
 /// Organiser login
 ///
-/// The event's password gives an organiser token and sets the `confetti_organiser` cookie. Needs no credential;
+/// The event's password, or the password of one of its co-organisers (checked after the event's, one by one), gives
+/// an organiser token and sets the `confetti_organiser` cookie. Needs no credential;
 /// ignores `Idempotency-Key`: there is no principal to scope a key to, and a replay must never hand one client
 /// another client's token (no 400 `invalid_idempotency_key`, 409 or 422 from a key here; every request is a login
 /// attempt). Attempts are counted per client address (the connection's, or behind a proxy named by
@@ -75,11 +76,10 @@ async fn login(
         .throttle
         .begin(Purpose::OrganiserLogin, client, event.id)
         .map_err(|retry_after_s| ApiError::TooManyAttempts { retry_after_s })?;
-    let hash = event.organiser_password_hash.clone();
-    let password = body.password;
-    if !state.blocking.crypto(move || auth::verify_password(&password, &hash)).await? {
+    // The event's own password, then each co-organiser's (`login_id`: whose it was).
+    let Some(login_id) = super::co_organisers::password_login(&state, &event, body.password).await? else {
         return Err(ApiError::InvalidCredentials);
-    }
+    };
     attempt.succeeded();
     let lifetime = state.settings.organiser_session;
     let expires_at = chrono::TimeDelta::from_std(lifetime)
@@ -87,7 +87,10 @@ async fn login(
         .and_then(|d| Utc::now().checked_add_signed(d))
         .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("the organiser session lifetime is out of range")))?;
     let (token, digest) = auth::new_token(ORGANISER_PREFIX)?;
-    state.db.insert_organiser_session(&digest, event.id, expires_at).await?;
+    if !state.db.insert_organiser_session(&digest, event.id, login_id, expires_at).await? {
+        // The co-organiser's login was revoked while the password was being checked.
+        return Err(ApiError::InvalidCredentials);
+    }
     tracing::info!(event_id = %event.id, "organiser logged in");
     let cookie = auth::session_cookie(ORGANISER_COOKIE, &token, lifetime, state.settings.secure_cookies());
     Ok((StatusCode::CREATED, [(header::SET_COOKIE, cookie)], Json(OrganiserSession { token })).into_response())

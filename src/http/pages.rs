@@ -43,6 +43,8 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("admin-event-view.js", JS, include_str!("../../static/admin-event-view.js")),
     ("event-page.js", JS, include_str!("../../static/event-page.js")),
     ("guest-page-card.js", JS, include_str!("../../static/guest-page-card.js")),
+    ("co-organisers-view.js", JS, include_str!("../../static/co-organisers-view.js")),
+    ("blocks-view.js", JS, include_str!("../../static/blocks-view.js")),
 ];
 
 pub fn routes() -> Router<AppState> {

@@ -46,6 +46,9 @@ async fn for_guest(state: &AppState, viewer: &Viewer, id: &str) -> ApiResult<(Gu
     let row = visible_upload(state, viewer, id).await?;
     // Organisers moderate; likes and comments carry a guest's name.
     let guest = viewer.guest.clone().filter(|g| g.event_id == row.event_id).ok_or(ApiError::Forbidden)?;
+    if guest.blocked {
+        return Err(ApiError::GuestBlocked);
+    }
     Ok((guest, row))
 }
 
@@ -183,7 +186,7 @@ async fn comments(
 
 refusals!(LikeUploadRefusals {
     401 => shared("Unauthenticated"),
-    403 => or_cross_origin("`forbidden`: an organiser (a like carries a guest's name).", &[Forbidden]),
+    403 => or_cross_origin("`forbidden`: an organiser (a like carries a guest's name). `guest_blocked`: the organiser blocked this guest.", &[Forbidden, GuestBlocked]),
     404 => shared("UploadNotFound"),
     500 => shared("Internal"),
 });
@@ -191,7 +194,7 @@ refusals!(LikeUploadRefusals {
 refusals!(UnlikeUploadRefusals {
     400 => problem("`invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidIdempotencyKey, InvalidRequest]),
     401 => shared("Unauthenticated"),
-    403 => or_cross_origin("`forbidden`: an organiser (a like carries a guest's name).", &[Forbidden]),
+    403 => or_cross_origin("`forbidden`: an organiser (a like carries a guest's name). `guest_blocked`: the organiser blocked this guest.", &[Forbidden, GuestBlocked]),
     404 => shared("UploadNotFound"),
     409 => shared("IdempotencyKeyInFlight"),
     413 => shared("BodyTooLarge"),
@@ -208,7 +211,7 @@ refusals!(ListCommentsRefusals {
 refusals!(CreateCommentRefusals {
     400 => problem("Malformed JSON, wrong content type, `text` missing or not a string (`invalid_request`). `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
     401 => shared("Unauthenticated"),
-    403 => or_cross_origin("`forbidden`: an organiser (a comment carries a guest's name).", &[Forbidden]),
+    403 => or_cross_origin("`forbidden`: an organiser (a comment carries a guest's name). `guest_blocked`: the organiser blocked this guest.", &[Forbidden, GuestBlocked]),
     404 => shared("UploadNotFound"),
     409 => shared("IdempotencyKeyInFlight"),
     413 => shared("BodyTooLarge"),

@@ -161,6 +161,7 @@ impl From<IngestError> for ApiError {
             IngestError::UploadsClosed => ApiError::UploadsClosed,
             IngestError::UploadsNotOpenYet(opens_at) => ApiError::UploadsNotOpenYet(opens_at),
             IngestError::UploadsEnded(closed_at) => ApiError::UploadsEnded(closed_at),
+            IngestError::GuestBlocked => ApiError::GuestBlocked,
             IngestError::QuotaExceeded { quota_bytes, remaining_bytes } => {
                 ApiError::QuotaExceeded { quota_bytes, remaining_bytes }
             }

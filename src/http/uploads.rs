@@ -79,7 +79,8 @@ struct UploadForm {
 ///
 /// **Order of decisions:** 401/403 (who, which event) → the key: 409 another guest's, 410 deleted, otherwise a
 /// replay (200; when the declared parts were read, 422 if the file name or caption differ — compared by value,
-/// never by the raw body; a replay needs no file part) → only then the new-upload checks: 403 `uploads_closed`,
+/// never by the raw body; a replay needs no file part) → only then the new-upload checks: 403 `guest_blocked`,
+/// 403 `uploads_closed`,
 /// 400, 413, 415. A replay is a replay even when the guest's quota has filled or uploads have closed since: 200,
 /// never 413/403. Malformed parts (400 `invalid_multipart`, `invalid_client_upload_id`, `idempotency_key_mismatch`,
 /// 422 `invalid_caption`) are refused wherever they are found.
@@ -298,7 +299,8 @@ async fn may_change_upload(state: &AppState, viewer: &Viewer, id: &str) -> ApiRe
 ///
 /// By its uploader or the event's organiser. The original's bytes are removed and the guest's quota is refunded;
 /// the record (and so its key) stays, so a late retry with the key gets 410 `upload_deleted`. A second delete is
-/// 404. Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry of a successful delete with the same key
+/// 404. The uploader's own delete removes the bytes at once; the organiser's (a co-organiser's too) waits
+/// `--undo-grace-s` (default 60 s) before removing them, and may be undone meanwhile (`POST …/restore`). Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry of a successful delete with the same key
 /// gets 204 again (with `Idempotent-Replayed: true`), not 404.
 #[utoipa::path(
     delete,
@@ -332,18 +334,27 @@ async fn delete_upload(
     };
     tx.refund_quota(guest_id, bytes).await?;
     tx.append_live(row.event_id, LiveKind::Removed, id).await?;
-    let remove = tx.queue_blob_job(BlobJobKind::Delete, row.event_id, id, state.blob_jobs.claim()).await?;
+    // The organiser's delete may be undone for a while (`restore`): its bytes wait that long.
+    let grace = chrono::TimeDelta::from_std(state.settings.undo_grace).unwrap_or_default();
+    let remove = if viewer.is_organiser_of(row.event_id) && grace > chrono::TimeDelta::zero() {
+        tx.queue_delete_after(row.event_id, id, chrono::Utc::now() + grace).await?;
+        None
+    } else {
+        Some(tx.queue_blob_job(BlobJobKind::Delete, row.event_id, id, state.blob_jobs.claim()).await?)
+    };
     let response = tx.commit(StatusCode::NO_CONTENT.into_response()).await?;
     state.live.poke();
-    state.blob_jobs.run(remove).await;
-    tracing::info!(upload_id = %id, "upload deleted");
+    if let Some(remove) = remove {
+        state.blob_jobs.run(remove).await;
+    }
+    tracing::info!(upload_id = %id, undo = remove.is_none(), "upload deleted");
     Ok(response)
 }
 
 refusals!(CreateUploadRefusals {
     400 => problem("`invalid_multipart`: not `multipart/form-data`, malformed, more than one `file` part, or a text part that is not UTF-8. `missing_file`: a new upload without a `file` part. `invalid_client_upload_id`: the part is not a (non-nil) UUID. `idempotency_key_mismatch`: header and part hold different UUIDs. The multipart reader is bounded: a preamble over 4 KiB, a part's headers over 8 KiB or more than 16 parts are `invalid_multipart`, answered at once with `Connection: close`. A body that sends nothing for `--body-idle-timeout-s` is cut and nothing is kept.", &[InvalidMultipart, MissingFile, InvalidClientUploadId, IdempotencyKeyMismatch]),
     401 => problem("No valid guest credential.", &[Unauthenticated]),
-    403 => or_cross_origin("`wrong_event`: the guest joined another event (also when the slug names no event). `uploads_closed`: a new upload while the organiser has closed uploads, or outside the event's upload window (`detail` says when it opens or that it closed).", &[WrongEvent, UploadsClosed]),
+    403 => or_cross_origin("`wrong_event`: the guest joined another event (also when the slug names no event). `uploads_closed`: a new upload while the organiser has closed uploads, or outside the event's upload window (`detail` says when it opens or that it closed). `guest_blocked`: a new upload by a guest the organiser blocked (checked before `uploads_closed`).", &[WrongEvent, UploadsClosed, GuestBlocked]),
     409 => problem("The key is already used by another guest's upload; nothing about it is revealed.", &[ClientUploadIdConflict]),
     410 => problem("The key's upload was deleted since; it is not stored again.", &[UploadDeleted]),
     413 => problem("`file_too_large`: larger than `max_upload_bytes` (`limit_bytes`). `quota_exceeded`: `used_bytes + size > quota_bytes` (`quota_bytes`, `remaining_bytes`). `image_too_large`: the image header declares more than `max_image_pixels` (`pixels`, `limit_pixels`). `event_storage_full`: the file does not fit in what is left of the event's storage cap, all guests together (`cap_bytes`, `remaining_bytes`). A body larger than `max_upload_bytes` plus 64 KiB of framing is refused at once with `file_too_large` and the connection closed.", &[FileTooLarge, QuotaExceeded, ImageTooLarge, EventStorageFull]),

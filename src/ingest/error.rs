@@ -14,6 +14,8 @@ pub enum IngestError {
     /// The event's upload window ended at this moment.
     #[error("uploads for this event closed at {0}")]
     UploadsEnded(chrono::DateTime<chrono::Utc>),
+    #[error("the hosts have stopped this guest's uploads")]
+    GuestBlocked,
     #[error("the guest's quota is used up: {remaining_bytes} of {quota_bytes} bytes left")]
     QuotaExceeded { quota_bytes: i64, remaining_bytes: i64 },
     #[error("the event's storage is full: {remaining_bytes} of {cap_bytes} bytes left")]

@@ -1,7 +1,7 @@
 // The organiser's dashboard on a phone: the join link copied (clipboard, or shown selected
 // where there is none), the table card for print, who sent each photo under its tile, the two
 // downloads (hidden photos left out, or included on request) with the line saying how many are
-// hidden, and the guests' quota as guests will read it.
+// hidden, and the guests' quota in photos, as guests read theirs.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -78,12 +78,13 @@ test('dashboard: names under tiles, both downloads and the hidden count, copy li
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), event.join_url);
     assert.equal(await page.isVisible('[data-testid=copy-fallback]'), false);
 
-    // The quota in megabytes, shown as guests will read it.
-    assert.equal(await page.textContent('[data-testid=quota-shown]'), 'Guests see: 1 GB each.');
-    await page.fill('input[name=guest_quota_mb]', '250');
-    assert.equal(await page.textContent('[data-testid=quota-shown]'), 'Guests see: 250 MB each.');
+    // The quota in photos, as guests read theirs, with what it comes to in bytes.
+    assert.equal(await page.inputValue('input[name=guest_quota_photos]'), '256');
+    assert.equal(await page.textContent('[data-testid=quota-shown]'), '≈ 1 GB per guest (a phone photo ≈ 4 MB).');
+    await page.fill('input[name=guest_quota_photos]', '100');
+    assert.equal(await page.textContent('[data-testid=quota-shown]'), '≈ 400 MB per guest (a phone photo ≈ 4 MB).');
     await page.click('.quota-form button[type=submit]');
-    await eventually(async () => (await f.server.call('GET', `/api/v1/events/${event.slug}`, { token: event.organiserToken })).body.guest_quota_bytes === 250 * 1024 * 1024, { what: 'the new quota' });
+    await eventually(async () => (await f.server.call('GET', `/api/v1/events/${event.slug}`, { token: event.organiserToken })).body.guest_quota_bytes === 100 * 4 * 1024 * 1024, { what: 'the new quota' });
 
     await screenshot(page, 'dashboard-390x844');
     await page.screenshot({ path: path.join(OUTPUT, 'dashboard-390x844-full.png'), fullPage: true });
@@ -124,7 +125,7 @@ test('dashboard: without a clipboard the join link is shown selected; no hidden 
     assert.equal(await page.textContent('a[data-action=download]'), 'Alle Fotos herunterladen (ZIP)');
     await page.waitForFunction(() => document.querySelector('[data-testid=hidden-note]')?.hidden === true);
     assert.equal(await page.isVisible('a[data-action=download-with-hidden]'), false);
-    assert.equal(await page.textContent('[data-testid=quota-shown]'), 'Gäste sehen: 1 GB pro Gast.');
+    assert.equal(await page.textContent('[data-testid=quota-shown]'), '≈ 1 GB pro Gast (ein Handyfoto ≈ 4 MB).');
     await screenshot(page, 'dashboard-copy-fallback-390x844');
   });
 });

@@ -35,9 +35,9 @@ test('organiser: login, QR code, uploads closed and opened, quota, ZIP', { timeo
     const eventNow = async () => (await f.server.call('GET', `/api/v1/events/${event.slug}`, { token: event.organiserToken })).body;
     await eventually(async () => (await eventNow()).uploads_open === true, { what: 'uploads open again' });
 
-    await page.fill('input[name=guest_quota_mb]', '250');
+    await page.fill('input[name=guest_quota_photos]', '250');
     await page.click('.quota-form button[type=submit]');
-    await eventually(async () => (await eventNow()).guest_quota_bytes === 250 * 1024 * 1024, { what: 'the new quota' });
+    await eventually(async () => (await eventNow()).guest_quota_bytes === 250 * 4 * 1024 * 1024, { what: 'the new quota (in photos of 4 MB)' });
 
     await screenshot(page, 'organiser-390x844');
     const href = await page.getAttribute('a[data-action=download]', 'href');

@@ -106,6 +106,8 @@ pub struct Options {
     pub min_free_bytes: u64,
     /// Another photo store than a directory in `data_dir` (one that fails on demand).
     pub blob_store: Option<confetti::blobs::BlobStore>,
+    /// How long an organiser may undo a delete (0: the bytes go at once).
+    pub undo_grace_s: u64,
 }
 
 /// The server's own defaults (`confetti::settings::defaults`), except where a test machine
@@ -128,6 +130,7 @@ impl Default for Options {
             event_storage_cap_bytes: EVENT_STORAGE_CAP_BYTES,
             min_free_bytes: 0,
             blob_store: None,
+            undo_grace_s: UNDO_GRACE_S,
         }
     }
 }
@@ -298,6 +301,7 @@ impl TestApp {
             organiser_session: Duration::from_secs(options.organiser_session_s),
             event_storage_cap_bytes: options.event_storage_cap_bytes,
             min_free_bytes: options.min_free_bytes,
+            undo_grace: Duration::from_secs(options.undo_grace_s),
             ..Settings::new(data_dir.path(), &format!("http://{addr}"))
         };
         let blobs = options.blob_store.clone().or_else(|| s3.as_deref().map(s3_store));
