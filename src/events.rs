@@ -7,7 +7,7 @@ use crate::auth;
 use crate::blocking::Blocking;
 use crate::db::events::EventRow;
 use crate::db::{Db, Tx};
-use crate::domain::{EventName, EventSlug, OrganiserPassword};
+use crate::domain::{EventName, EventSlug, Gallery, OrganiserPassword};
 
 /// Why an event was not created.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +69,10 @@ pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> Result<EventRow, E
             created_at: Utc::now(),
             storage_cap_bytes: new.storage_cap_bytes,
             used_bytes: 0,
+            // The host modes start as the columns' defaults say.
+            review_uploads: false,
+            gallery: Gallery::Everyone,
+            gallery_opens_at: None,
         };
         if tx.insert_event(&event).await? {
             return Ok(event);

@@ -10,6 +10,7 @@ import { JoinView, joinKey } from './join-view.js';
 import { QuotaView } from './quota-view.js';
 import { UploadView } from './upload-view.js';
 import { GalleryView } from './gallery-view.js';
+import { HostModesView } from './host-modes-view.js';
 
 /** The server's limits and capabilities; remembered for pages opened while offline. */
 async function serverInfo() {
@@ -69,6 +70,9 @@ export async function guestPage({ slug, event, main, messages }) {
   const quota = new QuotaView(uploadSection);
   const uploads = new UploadView({ queue, info, event, section: uploadSection });
   const gallery = new GalleryView(gallerySection);
+  // The host modes: what the guest is told above the gallery, and the gallery opening on time.
+  const modes = new HostModesView(gallerySection, { slug, onOpened: () => gallery.reload() });
+  modes.update(event);
 
   // Whether uploads are open, as the event says: the picker says so before a photo is chosen.
   // While they are closed the page asks again now and then (and when the guest comes back to
@@ -86,6 +90,7 @@ export async function guestPage({ slug, event, main, messages }) {
     try {
       const now = await api('GET', `/api/v1/events/${encodeURIComponent(slug)}`);
       uploadsOpen(now.uploads_open !== false);
+      modes.update(now);
     } catch {
       // Offline or not found: what the page knew stays.
     }
@@ -100,7 +105,8 @@ export async function guestPage({ slug, event, main, messages }) {
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState !== 'visible') return;
     queue.pump();
-    if (!uploads.open) checkEvent();
+    // The hosts may have changed uploads or the gallery's modes meanwhile.
+    checkEvent();
   });
 
   function showJoin(message) {
@@ -132,6 +138,15 @@ export async function guestPage({ slug, event, main, messages }) {
       onDeleted: (u) => {
         refreshMe();
         if (u) queue.forgetUpload(u.id);
+      },
+      // The hosts approved one of the guest's photos: its queue row stops saying it waits.
+      onUpload: (u) => {
+        for (const item of queue.items.values()) {
+          if (item.upload?.id === u.id && item.upload.review !== u.review) {
+            item.upload = { ...item.upload, review: u.review };
+            uploads.render(item);
+          }
+        }
       },
     });
     queue.start();

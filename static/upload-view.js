@@ -205,6 +205,7 @@ export class UploadView {
 
   /** What the row says under the photo's name. */
   message(item) {
+    if (item.state === 'done' && item.upload?.review === REVIEW.PENDING) return t('waiting_approval');
     if (item.state === 'done') return item.already ? t('already') : '';
     if (item.state === 'uploading') return '';
     if (item.state === 'queued') return this.waitingFor(item);
@@ -229,6 +230,7 @@ export class UploadView {
     v.li.dataset.clientUploadId = key;
     v.li.dataset.uploadState = item.state;
     v.li.dataset.final = item.final ? 'true' : 'false';
+    if (item.upload?.review) v.li.dataset.review = item.upload.review;
     if (item.last_error) v.li.dataset.error = item.last_error;
     else delete v.li.dataset.error;
     v.name.textContent = item.name;

@@ -345,7 +345,8 @@ async fn anyone_with_the_link_sees_the_events_name_and_its_organiser_sees_all(ba
         .expect("json");
     assert_eq!(
         public,
-        json!({"slug": event.slug, "name": "Anna & Ben", "uploads_open": true}),
+        json!({"slug": event.slug, "name": "Anna & Ben", "uploads_open": true, "review_uploads": false,
+               "gallery": "everyone", "gallery_opens_at": null, "gallery_open": true}),
         "no join token for strangers"
     );
     let organiser = app.organiser_login(&event).await;

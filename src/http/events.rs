@@ -4,7 +4,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -12,9 +13,9 @@ use utoipa_axum::routes;
 use super::extract::{Admin, JsonBody, Organiser, Viewer};
 use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
-use super::views::EventJson;
+use super::views::{EventJson, HostGallery, HostModesJson};
 use crate::db::events::EventChange;
-use crate::domain::{EventName, EventSlug, OrganiserPassword};
+use crate::domain::{EventName, EventSlug, Gallery, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{self, EventError, NewEvent};
 use crate::http::AppState;
@@ -109,8 +110,14 @@ async fn show(
     if viewer.is_ok_and(|v| v.is_organiser_of(event.id)) {
         return Ok(Json(ShownEvent::Whole(EventJson::new(&event, &state.settings.public_url))).into_response());
     }
-    Ok(Json(ShownEvent::Public(PublicEvent { slug: event.slug, name: event.name, uploads_open: event.uploads_open }))
-        .into_response())
+    let modes = HostModesJson::new(&event);
+    Ok(Json(ShownEvent::Public(PublicEvent {
+        slug: event.slug,
+        name: event.name,
+        uploads_open: event.uploads_open,
+        modes,
+    }))
+    .into_response())
 }
 
 /// What `show` answers: the whole event to its organiser, the public view to anyone else.
@@ -121,15 +128,17 @@ enum ShownEvent {
     Public(PublicEvent),
 }
 
-/// The event's name and whether uploads are open: what its join page shows before anyone joined.
+/// The event's name, whether uploads are open and its host modes: what its join page shows before anyone joined.
 #[derive(Serialize, ToSchema)]
 struct PublicEvent {
     slug: String,
     name: String,
     uploads_open: bool,
+    #[serde(flatten)]
+    modes: HostModesJson,
 }
 
-/// Absent or null members are left as they are.
+/// Absent or null members are left as they are (except `gallery_opens_at`, which null clears).
 #[derive(Deserialize, ToSchema)]
 struct ChangeEvent {
     /// 1–120 characters after trimming; otherwise 400 `invalid_request`.
@@ -143,11 +152,28 @@ struct ChangeEvent {
     /// Negative: 400 `invalid_request`. Lower than `used_bytes` is allowed: new uploads are then refused.
     #[schema(minimum = 0)]
     storage_cap_bytes: Option<i64>,
+    /// true: new uploads wait for the organiser's approval (`review` `pending`). Switching it off approves nothing:
+    /// uploads waiting stay pending until approved.
+    review_uploads: Option<bool>,
+    /// `everyone` or `own_uploads` (guests see their own photos only); another value: 400 `invalid_request`.
+    #[schema(value_type = Option<HostGallery>)]
+    gallery: Option<String>,
+    /// RFC 3339: until then guests see their own photos only. Unlike the other members, null clears it (the gallery
+    /// is open) and only an absent member leaves it as it is. Not a timestamp: 400 `invalid_request`.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    gallery_opens_at: Option<Option<DateTime<Utc>>>,
+}
+
+/// Tells a member given as null (`Some(None)`) from an absent one (`None`, by `#[serde(default)]`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// Change an event (organiser)
 ///
-/// The event's organiser renames it, opens or closes uploads, or changes the guest quota. Takes an
+/// The event's organiser renames it, opens or closes uploads, changes the guest quota or sets the host modes (the
+/// review gate, a private gallery, a gallery that opens at a set time). Takes an
 /// `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the same key and body gets the first attempt's
 /// answer without changing the event again. Credentials first: another event's organiser gets 403 `forbidden`
 /// whatever the body.
@@ -188,6 +214,16 @@ async fn change(
         uploads_open: body.uploads_open,
         guest_quota_bytes: body.guest_quota_bytes,
         storage_cap_bytes: body.storage_cap_bytes,
+        review_uploads: body.review_uploads,
+        gallery: body
+            .gallery
+            .as_deref()
+            .map(|g| {
+                Gallery::parse(g)
+                    .ok_or_else(|| ApiError::InvalidRequest("`gallery` must be `everyone` or `own_uploads`".into()))
+            })
+            .transpose()?,
+        gallery_opens_at: body.gallery_opens_at,
     };
     let mut tx = write.begin(&state.db).await?;
     let Some(event) = tx.update_event(event.id, &change).await? else {
@@ -208,7 +244,7 @@ refusals!(CreateEventRefusals {
 });
 
 refusals!(ChangeEventRefusals {
-    400 => problem("Malformed JSON, wrong content type, empty or over-long `name`, negative `guest_quota_bytes`. `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
+    400 => problem("Malformed JSON, wrong content type, empty or over-long `name`, negative `guest_quota_bytes`, an unknown `gallery`, a `gallery_opens_at` that is not an RFC 3339 timestamp. `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
     401 => shared("Unauthenticated"),
     403 => or_cross_origin("`forbidden`: a guest, or the organiser of another event (also when the slug names no event).", &[Forbidden]),
     404 => problem("The event was removed while the request ran.", &[EventNotFound]),
