@@ -57,6 +57,7 @@ pub enum HostGallery {
 /// The event's host modes, in the whole event and in its public view. Whatever they say, a guest always sees their
 /// own photos and the organiser sees all.
 #[derive(Serialize, ToSchema)]
+#[schema(as = HostModes)]
 pub struct HostModesJson {
     /// New uploads wait for the organiser's approval (their `review` is `pending`) before other guests see them.
     pub review_uploads: bool,
