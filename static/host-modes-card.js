@@ -39,7 +39,7 @@ export class HostModesCard {
     };
     this.opensShown = h('p', { class: 'hint', 'data-testid': 'opens-at-shown' });
     this.note = h('p', { class: 'note', role: 'status' });
-    const opensForm = h('form', { class: 'opens-form' }, this.labels.opensAt, h('div', { class: 'row' }, this.opensAt, this.labels.save), h('div', { class: 'row' }, this.labels.openNow), this.opensShown, this.labels.opensHint);
+    const opensForm = h('form', { class: 'opens-form' }, this.labels.opensAt, this.labels.opensHint, this.opensAt, h('div', { class: 'row' }, this.labels.save, this.labels.openNow), this.opensShown);
     this.el = h(
       'div',
       { class: 'card host-modes', 'data-testid': 'host-modes' },

@@ -344,7 +344,7 @@ export function tIn(language, key, params = {}) {
 // (host-modes-view.js for guests, host-modes-card.js for the organiser).
 Object.assign(STRINGS.de, {
   waiting_approval: 'Wartet auf die Freigabe der Gastgeber',
-  badge_pending: 'wartet auf Freigabe',
+  badge_pending: 'in Prüfung',
   mode_review: 'Die Gastgeber sehen sich jedes Foto an, bevor die anderen es sehen.',
   mode_drop_box: 'Deine Fotos gehen an die Gastgeber; die Galerie ist privat.',
   mode_opens_at: 'Die Galerie öffnet am {when}. Bis dahin siehst du nur deine eigenen Fotos.',
@@ -367,7 +367,7 @@ Object.assign(STRINGS.de, {
 });
 Object.assign(STRINGS.en, {
   waiting_approval: 'Waiting for the host’s approval',
-  badge_pending: 'waiting for approval',
+  badge_pending: 'in review',
   mode_review: 'The hosts look at each photo before the others see it.',
   mode_drop_box: 'Your photos go to the hosts; the gallery is private.',
   mode_opens_at: 'The gallery opens on {when}. Until then you see only your own photos.',

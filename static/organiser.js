@@ -186,6 +186,8 @@ export async function organiserPage({ slug, event, main, messages }) {
     pendingList.setGate(current.review_uploads);
     zipPending.textContent = t('download_with_pending');
     zipPending.hidden = pendingList.count === 0;
+    // Waiting photos are left out of the plain download too.
+    if (pendingList.count) zip.textContent = t('download_visible');
     copyButton.textContent = t('copy_link');
     printButton.textContent = t('print_card');
     showButton.textContent = t('slideshow');

@@ -6,7 +6,7 @@
 // try is far off) or the Remove button (a refusal for good, with the server's own words).
 // The queue (queue.js) does the sending; this view shows it and passes the guest's choices on.
 
-import { h, formatBytes } from './util.js';
+import { h, formatBytes, REVIEW } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
 import { PARALLEL } from './queue.js';
 

@@ -39,6 +39,8 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("lightbox.js", JS, include_str!("../../static/lightbox.js")),
     ("moderation.js", JS, include_str!("../../static/moderation.js")),
     ("slideshow.js", JS, include_str!("../../static/slideshow.js")),
+    ("host-modes-view.js", JS, include_str!("../../static/host-modes-view.js")),
+    ("host-modes-card.js", JS, include_str!("../../static/host-modes-card.js")),
 ];
 
 pub fn routes() -> Router<AppState> {
