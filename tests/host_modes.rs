@@ -13,16 +13,14 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+async fn patch_event(app: &TestApp, event: &Event, organiser: &str, body: Value) -> reqwest::Response {
+    let url = app.url(&format!("/api/v1/events/{}", event.slug));
+    app.client.patch(url).bearer_auth(organiser).json(&body).send().await.expect("PATCH event")
+}
+
 /// The organiser changes the event; returns the Event as answered.
 async fn set_modes(app: &TestApp, event: &Event, organiser: &str, body: Value) -> Value {
-    let response = app
-        .client
-        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
-        .bearer_auth(organiser)
-        .json(&body)
-        .send()
-        .await
-        .expect("PATCH event");
+    let response = patch_event(app, event, organiser, body).await;
     assert_eq!(response.status(), StatusCode::OK, "changing the host modes");
     response.json().await.expect("event json")
 }
@@ -58,23 +56,27 @@ async fn live(app: &TestApp, event: &Event, token: &str) -> reqwest::Response {
     stream
 }
 
-async fn approve(app: &TestApp, id: &str, token: &str, key: &str) -> reqwest::Response {
-    app.client
-        .patch(app.url(&format!("/api/v1/uploads/{id}")))
-        .bearer_auth(token)
-        .header("Idempotency-Key", key)
-        .json(&json!({"approved": true}))
-        .send()
-        .await
-        .expect("PATCH upload")
+async fn change_upload(app: &TestApp, id: &str, token: &str, key: &str, body: Value) -> reqwest::Response {
+    let request = app.client.patch(app.url(&format!("/api/v1/uploads/{id}"))).bearer_auth(token);
+    request.header("Idempotency-Key", key).json(&body).send().await.expect("PATCH upload")
 }
 
-async fn pending_uploads_are_seen_only_by_their_uploader_and_the_organiser(backend: Backend) {
+async fn approve(app: &TestApp, id: &str, token: &str, key: &str) -> reqwest::Response {
+    change_upload(app, id, token, key, json!({"approved": true})).await
+}
+
+/// A fresh event on `backend`, its organiser's token and two guests, Anna and Ben.
+async fn party(backend: Backend) -> (TestApp, Event, String, Guest, Guest) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let organiser = app.organiser_login(&event).await;
     let anna = app.join(&event, "Anna").await;
     let ben = app.join(&event, "Ben").await;
+    (app, event, organiser, anna, ben)
+}
+
+async fn pending_uploads_are_seen_only_by_their_uploader_and_the_organiser(backend: Backend) {
+    let (app, event, organiser, anna, ben) = party(backend).await;
     let before = upload_ok(&app, &anna, &images::jpeg(320, 240)).await;
     assert_eq!(before["review"], "approved");
 
@@ -123,12 +125,8 @@ async fn pending_uploads_are_seen_only_by_their_uploader_and_the_organiser(backe
 }
 
 async fn approval_shows_the_photo_to_everyone_and_on_the_live_stream(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let event = app.create_event().await;
-    let organiser = app.organiser_login(&event).await;
+    let (app, event, organiser, anna, ben) = party(backend).await;
     set_modes(&app, &event, &organiser, json!({"review_uploads": true})).await;
-    let anna = app.join(&event, "Anna").await;
-    let ben = app.join(&event, "Ben").await;
     let mut bens_stream = live(&app, &event, &ben.token).await;
     let mut annas_stream = live(&app, &event, &anna.token).await;
 
@@ -144,14 +142,8 @@ async fn approval_shows_the_photo_to_everyone_and_on_the_live_stream(backend: Ba
     // A guest may not approve, whatever the body.
     let response = approve(&app, &id, &anna.token, "guest-try").await;
     assert_problem(response, StatusCode::FORBIDDEN, "forbidden").await;
-    let response = app
-        .client
-        .patch(app.url(&format!("/api/v1/uploads/{id}")))
-        .bearer_auth(&organiser)
-        .json(&json!({"approved": false}))
-        .send()
-        .await;
-    assert_problem(response.expect("PATCH"), StatusCode::BAD_REQUEST, "invalid_request").await;
+    let response = change_upload(&app, &id, &organiser, "no-going-back", json!({"approved": false})).await;
+    assert_problem(response, StatusCode::BAD_REQUEST, "invalid_request").await;
     assert_unseen(&app, &ben, &id).await;
 
     let key = Uuid::new_v4().to_string();
@@ -217,11 +209,7 @@ async fn the_export_holds_pending_photos_only_on_request(backend: Backend) {
 }
 
 async fn a_drop_box_shows_each_guest_their_own_photos_only(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let event = app.create_event().await;
-    let organiser = app.organiser_login(&event).await;
-    let anna = app.join(&event, "Anna").await;
-    let ben = app.join(&event, "Ben").await;
+    let (app, event, organiser, anna, ben) = party(backend).await;
     let annas_old = upload_ok(&app, &anna, &images::jpeg(320, 240)).await["id"].as_str().expect("id").to_owned();
     let changed = set_modes(&app, &event, &organiser, json!({"gallery": "own_uploads"})).await;
     assert_eq!(changed["gallery"], "own_uploads");
@@ -247,24 +235,14 @@ async fn a_drop_box_shows_each_guest_their_own_photos_only(backend: Backend) {
     assert_eq!(listed(&app, &event, &organiser, "").await, vec![bens.clone(), annas.clone(), annas_old.clone()]);
     assert_eq!(upload_ok(&app, &anna, &images::jpeg(100, 80)).await["review"], "approved", "no review gate implied");
 
-    let response = app
-        .client
-        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
-        .bearer_auth(&organiser)
-        .json(&json!({"gallery": "nobody"}))
-        .send()
-        .await;
-    assert_problem(response.expect("PATCH"), StatusCode::BAD_REQUEST, "invalid_request").await;
+    let response = patch_event(&app, &event, &organiser, json!({"gallery": "nobody"})).await;
+    assert_problem(response, StatusCode::BAD_REQUEST, "invalid_request").await;
     set_modes(&app, &event, &organiser, json!({"gallery": "everyone"})).await;
     assert_eq!(listed(&app, &event, &ben.token, "").await.len(), 4, "shared again");
 }
 
 async fn a_gallery_opens_at_its_time(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let event = app.create_event().await;
-    let organiser = app.organiser_login(&event).await;
-    let anna = app.join(&event, "Anna").await;
-    let ben = app.join(&event, "Ben").await;
+    let (app, event, organiser, anna, ben) = party(backend).await;
     let opens = (Utc::now() + Span::hours(2)).to_rfc3339();
     let changed = set_modes(&app, &event, &organiser, json!({"gallery_opens_at": opens})).await;
     assert!(changed["gallery_opens_at"].is_string(), "{changed}");
@@ -294,14 +272,8 @@ async fn a_gallery_opens_at_its_time(backend: Backend) {
     let changed = set_modes(&app, &event, &organiser, json!({"gallery_opens_at": null})).await;
     assert_eq!((changed["gallery_opens_at"].clone(), changed["gallery_open"].clone()), (Value::Null, json!(true)));
     assert_eq!(listed(&app, &event, &ben.token, "").await, vec![annas]);
-    let response = app
-        .client
-        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
-        .bearer_auth(&organiser)
-        .json(&json!({"gallery_opens_at": "tonight"}))
-        .send()
-        .await;
-    assert_problem(response.expect("PATCH"), StatusCode::BAD_REQUEST, "invalid_request").await;
+    let response = patch_event(&app, &event, &organiser, json!({"gallery_opens_at": "tonight"})).await;
+    assert_problem(response, StatusCode::BAD_REQUEST, "invalid_request").await;
 }
 
 both_backends!(
