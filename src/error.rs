@@ -99,7 +99,7 @@ error_codes! {
     InvalidComment = "invalid_comment", UNPROCESSABLE_ENTITY,
         "Commenting: the text is empty (after trimming) or longer than 1000 characters.";
     InvalidRequest = "invalid_request", BAD_REQUEST,
-        "The JSON body is malformed, is not `application/json`, or misses a field; or a field or query value is out of range (empty or over-long event name, negative quota, non-numeric `limit`, a member other than `hidden` when changing an upload); or a path segment that is not valid UTF-8, or a query parameter given twice.";
+        "The JSON body is malformed, is not `application/json`, or misses a field; or a field or query value is out of range (empty or over-long event name, negative quota, non-numeric `limit`, a member other than `hidden` or `approved` when changing an upload, an unknown `gallery` mode); or a path segment that is not valid UTF-8, or a query parameter given twice.";
     InvalidCursor = "invalid_cursor", BAD_REQUEST,
         "Listing: the `cursor` is not one this server gave out.";
     Internal = "internal", INTERNAL_SERVER_ERROR,

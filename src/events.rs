@@ -8,7 +8,7 @@ use crate::blocking::Blocking;
 use crate::db::event_page::EventPageRow;
 use crate::db::events::EventRow;
 use crate::db::{Db, Tx};
-use crate::domain::{EventName, EventSlug, OrganiserPassword};
+use crate::domain::{EventName, EventSlug, Gallery, OrganiserPassword};
 
 /// Why an event was not created.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +71,10 @@ pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> Result<EventRow, E
             storage_cap_bytes: new.storage_cap_bytes,
             used_bytes: 0,
             page: EventPageRow::default(),
+            // The host modes start as the columns' defaults say.
+            review_uploads: false,
+            gallery: Gallery::Everyone,
+            gallery_opens_at: None,
         };
         if tx.insert_event(&event).await? {
             return Ok(event);

@@ -44,11 +44,16 @@ export class GalleryView {
    *   all but `root` (and `localBlob`, taken from `queue`: the guest's own photos are drawn from
    *   it until the server has their thumbnails)
    */
-  start({ queue, ...options }) {
+  start({ queue, onUpload, ...options }) {
     if (this.gallery) return;
     this.gallery = new Gallery({ ...options, root: this.root, localBlob: queue ? (u) => queuedBlob(queue, u) : undefined });
     this.gallery.loadMore();
-    this.gallery.live();
+    this.gallery.live(onUpload);
+  }
+
+  /** Reads the gallery afresh: what the guest may see has changed (it opened). */
+  reload() {
+    this.gallery?.reload();
   }
 
   /** A photo the guest just uploaded, shown before the live stream brings it. */

@@ -5,7 +5,7 @@
 // drawn from the copy in this page's upload queue, anyone else's as a calm placeholder; the
 // thumbnail takes its place when the live stream (or a re-read) says it exists.
 
-import { h, api, ApiError, thumbUrl, STATUS } from './util.js';
+import { h, api, ApiError, thumbUrl, STATUS, REVIEW } from './util.js';
 import { t, onLangChange } from './i18n.js';
 import { Lightbox } from './lightbox.js';
 
@@ -91,6 +91,20 @@ export class Gallery {
       });
     this.renderFooter();
     return this.loading;
+  }
+
+  /** Reads the gallery afresh from its first page (what the viewer may see has changed). */
+  reload() {
+    // A page still loading belongs to the old view: wait for it, then start over.
+    return (this.loading || Promise.resolve()).then(() => {
+      for (const id of this.order) this.forgetLocal(id);
+      this.uploads.clear();
+      this.order = [];
+      this.grid.replaceChildren();
+      this.cursor = null;
+      this.exhausted = false;
+      return this.loadMore();
+    });
   }
 
   sentinelVisible() {
@@ -238,11 +252,12 @@ export class Gallery {
 
   tile(u) {
     const mine = this.isMine(u);
-    const badge = u.status === STATUS.PROCESSING ? t('processing') : u.status === STATUS.HIDDEN ? t('hidden') : u.status === STATUS.FAILED ? t('failed') : null;
+    const pending = u.review === REVIEW.PENDING;
+    const badge = u.status === STATUS.HIDDEN ? t('hidden') : pending ? t('badge_pending') : u.status === STATUS.PROCESSING ? t('processing') : u.status === STATUS.FAILED ? t('failed') : null;
     const picture = this.picture(u);
     return h(
       'li',
-      { class: 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-mine': mine ? 'true' : 'false', 'data-picture': picture.kind },
+      { class: 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-review': u.review || REVIEW.APPROVED, 'data-mine': mine ? 'true' : 'false', 'data-picture': picture.kind },
       h(
         'button',
         { type: 'button', class: 'tile-open', 'aria-label': `${u.filename} — ${t('by', { name: u.guest?.display_name ?? '' })}`, onclick: () => this.lightbox.open(u.id) },

@@ -11,6 +11,7 @@ import { QuotaView } from './quota-view.js';
 import { UploadView } from './upload-view.js';
 import { GalleryView } from './gallery-view.js';
 import { EventPageView, uploadState } from './event-page.js';
+import { HostModesView } from './host-modes-view.js';
 
 /** The server's limits and capabilities; remembered for pages opened while offline. */
 async function serverInfo() {
@@ -74,6 +75,9 @@ export async function guestPage({ slug, event, main, messages }) {
   const quota = new QuotaView(uploadSection);
   const uploads = new UploadView({ queue, info, event, section: uploadSection });
   const gallery = new GalleryView(gallerySection);
+  // The host modes: what the guest is told above the gallery, and the gallery opening on time.
+  const modes = new HostModesView(gallerySection, { slug, onOpened: () => gallery.reload() });
+  modes.update(event);
 
   // Whether uploads are open, as the event says (the organiser's switch and the upload window):
   // the picker says so before a photo is chosen, and changes by itself when the window opens or
@@ -101,7 +105,9 @@ export async function guestPage({ slug, event, main, messages }) {
   async function checkEvent() {
     if (document.visibilityState === 'hidden') return;
     try {
-      showEvent(await api('GET', `/api/v1/events/${encodeURIComponent(slug)}`));
+      const now = await api('GET', `/api/v1/events/${encodeURIComponent(slug)}`);
+      showEvent(now);
+      modes.update(now);
     } catch {
       // Offline or not found: what the page knew stays.
     }
@@ -116,8 +122,8 @@ export async function guestPage({ slug, event, main, messages }) {
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState !== 'visible') return;
     queue.pump();
-    if (!uploads.open) checkEvent();
-    else showEvent(current);
+    // The hosts may have changed uploads or the gallery's modes meanwhile.
+    checkEvent();
   });
 
   function showJoin(message) {
@@ -150,6 +156,15 @@ export async function guestPage({ slug, event, main, messages }) {
       onDeleted: (u) => {
         refreshMe();
         if (u) queue.forgetUpload(u.id);
+      },
+      // The hosts approved one of the guest's photos: its queue row stops saying it waits.
+      onUpload: (u) => {
+        for (const item of queue.items.values()) {
+          if (item.upload?.id === u.id && item.upload.review !== u.review) {
+            item.upload = { ...item.upload, review: u.review };
+            uploads.render(item);
+          }
+        }
       },
     });
     queue.start();

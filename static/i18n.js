@@ -555,3 +555,58 @@ export function tIn(language, key, params = {}) {
   const s = STRINGS[language]?.[key] ?? STRINGS.en[key] ?? key;
   return s.replace(/\{(\w+)\}/g, (_, name) => (name in params ? String(params[name]) : `{${name}}`));
 }
+
+// The host modes: the review gate, the private gallery and the gallery that opens later
+// (host-modes-view.js for guests, host-modes-card.js for the organiser).
+Object.assign(STRINGS.de, {
+  waiting_approval: 'Wartet auf die Freigabe der Gastgeber',
+  badge_pending: 'in Prüfung',
+  mode_review: 'Die Gastgeber sehen sich jedes Foto an, bevor die anderen es sehen.',
+  mode_drop_box: 'Deine Fotos gehen an die Gastgeber; die Galerie ist privat.',
+  mode_opens_at: 'Die Galerie öffnet am {when}. Bis dahin siehst du nur deine eigenen Fotos.',
+  host_modes: 'Freigabe und Sichtbarkeit',
+  review_uploads: 'Fotos erst nach Freigabe zeigen',
+  review_hint: 'Ausschalten gibt nichts frei: Wartende Fotos bleiben, bis du sie freigibst.',
+  gallery_guests_see: 'Gäste sehen',
+  gallery_everyone: 'alle Fotos',
+  gallery_own_uploads: 'nur ihre eigenen Fotos (Briefkasten)',
+  opens_at_label: 'Galerie erst öffnen am',
+  opens_at_hint: 'Bis dahin sehen Gäste nur ihre eigenen Fotos.',
+  opens_at_none: 'Die Galerie ist offen.',
+  opens_at_set: 'Öffnet am {when}.',
+  open_now: 'Jetzt öffnen',
+  pending_title: 'Wartend ({n})',
+  pending_none: 'Kein Foto wartet auf Freigabe.',
+  approve: 'Freigeben',
+  approve_all: 'Alle freigeben',
+  download_with_pending: 'Mit den wartenden herunterladen (ZIP)',
+});
+Object.assign(STRINGS.en, {
+  waiting_approval: 'Waiting for the host’s approval',
+  badge_pending: 'in review',
+  mode_review: 'The hosts look at each photo before the others see it.',
+  mode_drop_box: 'Your photos go to the hosts; the gallery is private.',
+  mode_opens_at: 'The gallery opens on {when}. Until then you see only your own photos.',
+  host_modes: 'Host modes',
+  review_uploads: 'Approve photos before guests see them',
+  review_hint: 'Switching this off approves nothing: waiting photos stay until you approve them.',
+  gallery_guests_see: 'Guests see',
+  gallery_everyone: 'all photos',
+  gallery_own_uploads: 'only their own photos (drop box)',
+  opens_at_label: 'Open the gallery only at',
+  opens_at_hint: 'Until then guests see only their own photos.',
+  opens_at_none: 'The gallery is open.',
+  opens_at_set: 'Opens on {when}.',
+  open_now: 'Open now',
+  pending_title: 'Pending ({n})',
+  pending_none: 'No photo is waiting for approval.',
+  approve: 'Approve',
+  approve_all: 'Approve all',
+  download_with_pending: 'Download with the waiting ones (ZIP)',
+});
+
+/** A moment as the reader's language and time zone say it: "Sat 14 Jun, 22:00". */
+export function formatWhen(iso) {
+  const locale = current === 'de' ? 'de-DE' : 'en-GB';
+  return new Intl.DateTimeFormat(locale, { weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
+}

@@ -4,10 +4,10 @@
 // gallery's photos. Opening pushes a history entry, so a phone's Back button closes the photo
 // instead of leaving the event; closing it any other way takes that entry back.
 
-import { h, api, previewUrl, STATUS } from './util.js';
+import { h, api, previewUrl, STATUS, REVIEW } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
 import { MessageArea, errorText } from './messages.js';
-import { hideButton, deleteButton, offerUndo } from './moderation.js';
+import { hideButton, approveButton, deleteButton, offerUndo } from './moderation.js';
 
 // A swipe: at least this far sideways, and clearly more sideways than up or down.
 const SWIPE_PX = 50;
@@ -194,6 +194,7 @@ export class Lightbox {
       // Same origin, so `download` saves the file under its name instead of opening it.
       actions.append(h('a', { class: 'button secondary download', 'data-action': 'download', href: u.urls.original, download: u.filename || '' }, h('span', { 'aria-hidden': 'true' }, '⤓'), t('download')));
     }
+    if (viewer.organiser && u.review === REVIEW.PENDING) actions.append(approveButton(u, { messages: this.messages, onChanged: (changed) => this.hidden(changed) }));
     if (viewer.organiser) actions.append(hideButton(u, { messages: this.messages, onChanged: (changed) => this.hidden(changed) }));
     if (mine || viewer.organiser) actions.append(deleteButton(u, { messages: this.messages, onDeleted: () => this.deleted(u.id) }));
     this.prevButton = h('button', { type: 'button', class: 'icon nav prev', 'data-action': 'previous', 'aria-label': t('previous'), onclick: () => this.step(-1) }, '‹');

@@ -1,7 +1,7 @@
-// The controls that change a photo for everyone: its organiser hides it (or shows it again), and
-// its uploader or organiser deletes it. Deleting is asked in place first; the organiser may undo
-// it for a few seconds after ("Photo deleted · Undo"); a refusal is said in the page's message
-// area.
+// The controls that change a photo for everyone: its organiser hides it (or shows it again) or
+// approves it (the review gate), and its uploader or organiser deletes it. Deleting is asked in
+// place first; the organiser may undo it for a few seconds after ("Photo deleted · Undo"); a
+// refusal is said in the page's message area.
 
 import { h, api, ApiError, STATUS } from './util.js';
 import { t } from './i18n.js';
@@ -12,13 +12,27 @@ import { confirmInPlace, errorText } from './messages.js';
  * @param {object} upload the photo as the server last described it
  * @param {{messages: import('./messages.js').MessageArea, onChanged: (upload) => void}} o
  */
-export function hideButton(upload, { messages, onChanged }) {
+export function hideButton(upload, o) {
   const hide = upload.status !== STATUS.HIDDEN;
-  const button = h('button', { type: 'button', class: 'secondary', 'data-action': 'hide' }, hide ? t('hide') : t('unhide'));
+  return changeButton(upload, { hidden: hide }, { action: 'hide', label: hide ? t('hide') : t('unhide'), cls: 'secondary' }, o);
+}
+
+/**
+ * The organiser's Approve button of a photo waiting for review: everyone sees it from then on.
+ * @param {object} upload
+ * @param {{messages: import('./messages.js').MessageArea, onChanged: (upload) => void}} o
+ */
+export function approveButton(upload, o) {
+  return changeButton(upload, { approved: true }, { action: 'approve', label: t('approve'), cls: '' }, o);
+}
+
+/** A button that changes the photo (PATCH) and hands on the photo as the server answered. */
+function changeButton(upload, change, { action, label, cls }, { messages, onChanged }) {
+  const button = h('button', { type: 'button', class: cls, 'data-action': action }, label);
   button.addEventListener('click', async () => {
     button.disabled = true;
     try {
-      onChanged(await api('PATCH', `/api/v1/uploads/${upload.id}`, { hidden: hide }));
+      onChanged(await api('PATCH', `/api/v1/uploads/${upload.id}`, change));
     } catch (err) {
       messages.error(() => errorText(err));
     } finally {

@@ -1,6 +1,6 @@
 // The organiser's page for one event: log in with the event's password, show the QR code of
 // the join link (copy it, print a table card), open or close uploads, set the guests' quota (in
-// photos, as guests read it), shape the guests' page (guest-page-card.js), moderate (hide, delete with undo; each tile says who sent it and
+// photos, as guests read it), shape the guests' page (guest-page-card.js), set the host modes and approve waiting photos (host-modes-card.js), moderate (hide, delete with undo; each tile says who sent it and
 // offers to block them), download the photos as a ZIP (with or without the hidden ones), run the
 // full-screen live slideshow (slideshow.js), and give helpers a login (co-organisers-view.js).
 
@@ -10,6 +10,7 @@ import { Gallery } from './gallery.js';
 import { Slideshow } from './slideshow.js';
 import { errorText } from './messages.js';
 import { GuestPageCard } from './guest-page-card.js';
+import { HostModesCard, PendingList } from './host-modes-card.js';
 
 import { TYPICAL_PHOTO_BYTES } from './quota-view.js';
 import { blockButton, BlockedGuestsCard } from './blocks-view.js';
@@ -60,6 +61,12 @@ export async function organiserPage({ slug, event, main, messages }) {
   const zip = h('a', { class: 'button', href: exportUrl, download: `${slug}.zip`, 'data-action': 'download' });
   const zipHidden = h('a', { class: 'button secondary', href: `${exportUrl}?include_hidden=true`, download: `${slug}-all.zip`, 'data-action': 'download-with-hidden' });
   const hiddenNote = h('p', { class: 'hint', 'data-testid': 'hidden-note' });
+  const zipPending = h('a', { class: 'button secondary', href: `${exportUrl}?include_pending=true`, download: `${slug}-with-waiting.zip`, 'data-action': 'download-with-pending', hidden: true });
+  const modesCard = new HostModesCard({ slug, onChanged: (changed) => {
+    current = changed;
+    renderDashboard();
+  } });
+  const pendingList = new PendingList({ slug, messages, onApproved: (u) => gallery?.upsert(u) });
   // The table card is for paper only: the print style shows it and nothing else.
   const card = {
     name: h('h2', { class: 'table-card-name' }),
@@ -119,9 +126,11 @@ export async function organiserPage({ slug, event, main, messages }) {
     h('div', { class: 'card share' }, labels.link, qr, joinLink, copyFallback, h('div', { class: 'share-actions' }, copyButton, printButton), shareNote, labels.hint),
     h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, quotaShown, settingsNote),
     pageCard.el,
+    modesCard.el,
     coOrganisers.el,
     blockedGuests.el,
-    h('div', { class: 'actions' }, h('div', { class: 'export-group' }, zip, hiddenNote, zipHidden), showButton),
+    h('div', { class: 'actions' }, h('div', { class: 'export-group' }, zip, hiddenNote, zipHidden, zipPending), showButton),
+    pendingList.el,
     labels.gallery,
     count,
     galleryRoot,
@@ -200,6 +209,12 @@ export async function organiserPage({ slug, event, main, messages }) {
     renderCard();
     renderQuotaShown();
     renderExport();
+    modesCard.render(current);
+    pendingList.setGate(current.review_uploads);
+    zipPending.textContent = t('download_with_pending');
+    zipPending.hidden = pendingList.count === 0;
+    // Waiting photos are left out of the plain download too.
+    if (pendingList.count) zip.textContent = t('download_visible');
     copyButton.textContent = t('copy_link');
     printButton.textContent = t('print_card');
     showButton.textContent = t('slideshow');
@@ -253,10 +268,17 @@ export async function organiserPage({ slug, event, main, messages }) {
     qr.src = `/e/${encodeURIComponent(slug)}/qr.svg`;
     card.qr.src = qr.src;
     if (!gallery) {
-      gallery = new Gallery({ slug, root: galleryRoot, viewer: () => ({ organiser: true }), messages });
-      gallery.onChange(() => renderDashboard());
+      gallery = new Gallery({ slug, root: galleryRoot, viewer: () => ({ organiser: true }), messages, onDeleted: (u) => u && pendingList.gone(u.id) });
+      gallery.onChange(() => {
+        for (const u of gallery.uploads.values()) pendingList.seen(u);
+        renderDashboard();
+      });
       gallery.loadMore();
-      gallery.live((u) => slideshow.arrived(u));
+      pendingList.load().then(() => renderDashboard());
+      gallery.live((u) => {
+        slideshow.arrived(u);
+        pendingList.seen(u);
+      });
       coOrganisers.refresh();
       blockedGuests.refresh();
     }

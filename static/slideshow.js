@@ -5,7 +5,7 @@
 // previous/next by buttons or keyboard (space, arrows); the controls fade while nobody touches
 // anything. Escape, the close button or leaving full screen ends it.
 
-import { h, previewUrl, STATUS } from './util.js';
+import { h, previewUrl, STATUS, REVIEW } from './util.js';
 import { t, onLangChange } from './i18n.js';
 
 const SLIDE_MS = 6000;
@@ -248,6 +248,7 @@ export class Slideshow {
   }
 }
 
+/** Ready, shown and, under the review gate, approved: what the room may see. */
 function showable(u) {
-  return Boolean(u && u.status === STATUS.READY && previewUrl(u));
+  return Boolean(u && u.status === STATUS.READY && u.review !== REVIEW.PENDING && previewUrl(u));
 }

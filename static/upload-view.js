@@ -6,7 +6,7 @@
 // try is far off) or the Remove button (a refusal for good, with the server's own words).
 // The queue (queue.js) does the sending; this view shows it and passes the guest's choices on.
 
-import { h, formatBytes } from './util.js';
+import { h, formatBytes, REVIEW } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
 import { PARALLEL } from './queue.js';
 import { when } from './event-page.js';
@@ -232,6 +232,7 @@ export class UploadView {
 
   /** What the row says under the photo's name. */
   message(item) {
+    if (item.state === 'done' && item.upload?.review === REVIEW.PENDING) return t('waiting_approval');
     if (item.state === 'done') return item.already ? t('already') : '';
     if (item.state === 'uploading') return '';
     if (item.state === 'queued') return this.waitingFor(item);
@@ -256,6 +257,7 @@ export class UploadView {
     v.li.dataset.clientUploadId = key;
     v.li.dataset.uploadState = item.state;
     v.li.dataset.final = item.final ? 'true' : 'false';
+    if (item.upload?.review) v.li.dataset.review = item.upload.review;
     if (item.last_error) v.li.dataset.error = item.last_error;
     else delete v.li.dataset.error;
     v.name.textContent = item.name;

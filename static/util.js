@@ -133,6 +133,9 @@ export function remember(key, value) {
  *  organiser hides the photo). */
 export const STATUS = Object.freeze({ PROCESSING: 'processing', READY: 'ready', FAILED: 'failed', HIDDEN: 'hidden' });
 
+/** An Upload's `review`: `pending` while it waits for the organiser's approval (the review gate). */
+export const REVIEW = Object.freeze({ PENDING: 'pending', APPROVED: 'approved' });
+
 /**
  * A tile's image: the thumbnail, or null while it is being made (or could not be made). Never
  * the original: a phone's photo is megabytes, and a grid of them is what stalls a party's Wi-Fi.

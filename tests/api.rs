@@ -347,7 +347,8 @@ async fn anyone_with_the_link_sees_the_events_name_and_its_organiser_sees_all(ba
         public,
         json!({"slug": event.slug, "name": "Anna & Ben", "uploads_open": true,
                "welcome_text": null, "cover_url": null, "guest_downloads": true,
-               "uploads_open_from": null, "uploads_open_until": null}),
+               "uploads_open_from": null, "uploads_open_until": null, "review_uploads": false,
+               "gallery": "everyone", "gallery_opens_at": null, "gallery_open": true}),
         "no join token for strangers"
     );
     let organiser = app.organiser_login(&event).await;

@@ -113,7 +113,7 @@ const PROBLEM_REF: &str = "#/components/schemas/Problem";
 
 const HTTP_METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-/// The Upload's keys, as API.md lists them.
+/// The Upload's keys, as docs/api.md lists them.
 const UPLOAD_KEYS: &[&str] = &[
     "id",
     "event",
@@ -129,6 +129,7 @@ const UPLOAD_KEYS: &[&str] = &[
     "taken_at",
     "created_at",
     "status",
+    "review",
     "likes",
     "liked_by_me",
     "comments",
@@ -272,6 +273,10 @@ fn the_upload_is_the_one_of_api_md(served: &Served) {
     let statuses: BTreeSet<&str> =
         status["enum"].as_array().expect("status enum").iter().filter_map(Value::as_str).collect();
     assert_eq!(statuses, BTreeSet::from(["processing", "ready", "failed", "hidden"]));
+    let review = deref(doc, &upload["properties"]["review"]);
+    let reviews: BTreeSet<&str> =
+        review["enum"].as_array().expect("review enum").iter().filter_map(Value::as_str).collect();
+    assert_eq!(reviews, BTreeSet::from(["pending", "approved"]));
     let urls = deref(doc, &upload["properties"]["urls"]);
     let url_keys: BTreeSet<&str> = urls["properties"].as_object().expect("urls").keys().map(String::as_str).collect();
     assert_eq!(url_keys, BTreeSet::from(["original", "preview", "thumb"]));

@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use super::event_page::EventPageRow;
 use super::{Db, Tx, on_db, on_tx};
+use crate::domain::Gallery;
 
 #[derive(Clone, Debug, FromRow)]
 pub struct EventRow {
@@ -24,6 +25,11 @@ pub struct EventRow {
     /// The guests' page: welcome text, cover, downloads, upload window.
     #[sqlx(flatten)]
     pub page: EventPageRow,
+    /// Host modes (`domain::host_modes`): new uploads wait for approval; whose photos guests see, and from when.
+    pub review_uploads: bool,
+    #[sqlx(try_from = "String")]
+    pub gallery: Gallery,
+    pub gallery_opens_at: Option<DateTime<Utc>>,
 }
 
 /// The columns of `EventRow`, as a literal so queries can be built with `concat!`.
@@ -31,7 +37,7 @@ macro_rules! event_select {
     () => {
         "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at, e.storage_cap_bytes, e.used_bytes, \
          e.welcome_text, (SELECT u.id FROM uploads u WHERE u.id = e.cover_upload_id AND u.event_id = e.id AND u.status = 'ready' AND NOT u.hidden AND u.deleted_at IS NULL) AS cover_upload_id, \
-         e.guest_downloads, e.uploads_open_from, e.uploads_open_until FROM events e "
+         e.guest_downloads, e.uploads_open_from, e.uploads_open_until, e.review_uploads, e.gallery, e.gallery_opens_at FROM events e "
     };
 }
 pub(crate) use event_select;
@@ -124,6 +130,10 @@ pub struct EventChange {
     pub uploads_open: Option<bool>,
     pub guest_quota_bytes: Option<i64>,
     pub storage_cap_bytes: Option<i64>,
+    /// The host modes; `gallery_opens_at: Some(None)` clears the time.
+    pub review_uploads: Option<bool>,
+    pub gallery: Option<Gallery>,
+    pub gallery_opens_at: Option<Option<DateTime<Utc>>>,
 }
 
 impl Tx {
@@ -169,6 +179,28 @@ impl Tx {
         if updated == 0 {
             return Ok(None);
         }
+        self.update_host_modes(id, change).await?;
         on_tx!(self, tx => sqlx::query_as(concat!(event_select!(), "WHERE e.id = $1")).bind(id).fetch_optional(&mut **tx).await)
+    }
+
+    /// The host modes' part of `update_event`: its own statement, so they stay apart from the rest.
+    async fn update_host_modes(&mut self, id: Uuid, change: &EventChange) -> sqlx::Result<()> {
+        if change.review_uploads.is_none() && change.gallery.is_none() && change.gallery_opens_at.is_none() {
+            return Ok(());
+        }
+        on_tx!(self, tx => sqlx::query(
+            "UPDATE events SET review_uploads = COALESCE($2, review_uploads), gallery = COALESCE($3, gallery),
+                               gallery_opens_at = CASE WHEN $4 THEN $5 ELSE gallery_opens_at END
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(change.review_uploads)
+        .bind(change.gallery.map(Gallery::as_str))
+        .bind(change.gallery_opens_at.is_some())
+        .bind(change.gallery_opens_at.flatten())
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
     }
 }

@@ -5,7 +5,7 @@ use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::{Db, Tx, on_db, on_tx};
-use crate::domain::UploadStatus;
+use crate::domain::{Gallery, Review, UploadStatus};
 
 /// One upload as stored, with the names a response needs (event slug, guest name).
 #[derive(Clone, Debug, FromRow)]
@@ -33,6 +33,21 @@ pub struct UploadRow {
     /// Whether the guest this row was read for likes it.
     pub liked_by_me: bool,
     pub comments: i64,
+    /// Whether it waits for the organiser's approval (the event's review gate).
+    #[sqlx(try_from = "String")]
+    pub review: Review,
+    /// The event's gallery mode and opening time, read with the row: who else may see it.
+    #[sqlx(try_from = "String")]
+    pub event_gallery: Gallery,
+    pub event_gallery_opens_at: Option<DateTime<Utc>>,
+}
+
+impl UploadRow {
+    /// Whether the event's other guests may see it at `now`: shown, approved, and the event's
+    /// gallery shared (and open). Its uploader and the organiser see it regardless.
+    pub fn shared_with_guests(&self, now: DateTime<Utc>) -> bool {
+        !self.hidden && self.review == Review::Approved && self.event_gallery.shared(self.event_gallery_opens_at, now)
+    }
 }
 
 /// What the ingest knows about a new upload when it tries to insert it.
@@ -64,6 +79,18 @@ pub struct ListQuery {
     /// Only uploads older than this one (the keyset cursor).
     pub before: Option<Uuid>,
     pub limit: i64,
+    /// Whether guests see each other's approved, shown uploads now (`Gallery::shared`).
+    pub shared: bool,
+    /// Only uploads in this review state.
+    pub review: Option<Review>,
+}
+
+/// What an export holds beside the visible uploads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExportExtras {
+    pub hidden: bool,
+    /// Uploads waiting for the organiser's approval.
+    pub pending: bool,
 }
 
 /// Every read of an upload is live, counts included; `$1` is the guest it is read for
@@ -87,7 +114,8 @@ macro_rules! upload_select {
         concat!(
             "SELECT u.id, u.event_id, e.slug AS event_slug, u.guest_id, g.display_name AS guest_display_name,
                     u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
-                    u.height, u.taken_at, u.created_at, u.status, u.hidden, u.deleted_at, ",
+                    u.height, u.taken_at, u.created_at, u.status, u.hidden, u.deleted_at, u.review,
+                    e.gallery AS event_gallery, e.gallery_opens_at AS event_gallery_opens_at, ",
             $counts,
             " FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "
         )
@@ -169,7 +197,8 @@ impl Db {
             "upload listing",
             fetch_all,
             "WHERE u.event_id = $2 AND u.deleted_at IS NULL
-               AND (u.hidden = FALSE OR $3 OR u.guest_id = $1)
+               AND ($3 OR u.guest_id = $1 OR (u.hidden = FALSE AND u.review = 'approved' AND $6))
+               AND ($7 IS NULL OR u.review = $7)
                AND u.id < $4
              ORDER BY u.id DESC LIMIT $5",
             q.viewer_guest,
@@ -177,29 +206,33 @@ impl Db {
             q.organiser,
             q.before.unwrap_or(Uuid::max()),
             q.limit,
+            q.shared,
+            q.review.map(Review::as_str),
         )
     }
 
-    /// What an export holds: the event's visible uploads (not hidden, not deleted), and the
-    /// hidden ones too when asked, oldest first, a page at a time after `after`.
+    /// What an export holds: the event's visible uploads (not hidden, approved, not deleted),
+    /// and the hidden or pending ones too when asked, oldest first, a page at a time after `after`.
     pub async fn export_page(
         &self,
         event_id: Uuid,
         after: Option<Uuid>,
         limit: i64,
-        include_hidden: bool,
+        include: ExportExtras,
     ) -> sqlx::Result<Vec<UploadRow>> {
         read_uploads!(
             self,
             "export page",
             fetch_all,
-            "WHERE u.event_id = $2 AND u.deleted_at IS NULL AND (u.hidden = FALSE OR $5) AND u.id > $3
+            "WHERE u.event_id = $2 AND u.deleted_at IS NULL AND (u.hidden = FALSE OR $5)
+               AND (u.review = 'approved' OR $6) AND u.id > $3
              ORDER BY u.id LIMIT $4",
             None::<Uuid>,
             event_id,
             after.unwrap_or(Uuid::nil()),
             limit,
-            include_hidden,
+            include.hidden,
+            include.pending,
         )
     }
 
@@ -220,13 +253,15 @@ impl Tx {
     /// Inserts the upload unless its `client_upload_id` is taken. `Ok(None)`: another
     /// attempt (maybe on another instance) holds the key; on PostgreSQL this waits until
     /// that attempt committed or rolled back, so the loser always finds a decided winner.
-    pub async fn insert_upload(&mut self, u: &NewUpload) -> sqlx::Result<Option<Uuid>> {
-        on_tx!(self, tx => sqlx::query_scalar(
+    /// The upload waits for approval when the event's review gate is on as it is inserted.
+    pub async fn insert_upload(&mut self, u: &NewUpload) -> sqlx::Result<Option<(Uuid, Review)>> {
+        let inserted: Option<(Uuid, String)> = on_tx!(self, tx => sqlx::query_as(
             "INSERT INTO uploads (id, event_id, guest_id, client_upload_id, filename, caption, content_type,
-                                  bytes, sha256, width, height, taken_at, created_at, status, hidden)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'processing', FALSE)
+                                  bytes, sha256, width, height, taken_at, created_at, status, hidden, review)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'processing', FALSE,
+                     CASE WHEN (SELECT review_uploads FROM events WHERE id = $2) THEN 'pending' ELSE 'approved' END)
              ON CONFLICT (client_upload_id) WHERE client_upload_id IS NOT NULL DO NOTHING
-             RETURNING id",
+             RETURNING id, review",
         )
         .bind(u.id)
         .bind(u.event_id)
@@ -242,7 +277,10 @@ impl Tx {
         .bind(u.taken_at)
         .bind(u.created_at)
         .fetch_optional(&mut **tx)
-        .await)
+        .await)?;
+        inserted
+            .map(|(id, review)| Ok((id, Review::try_from(review).map_err(|e| sqlx::Error::Decode(e.into()))?)))
+            .transpose()
     }
 
     /// Marks the upload deleted (its key stays, so a late retry learns it is gone).
@@ -301,12 +339,36 @@ impl Tx {
             let status = UploadStatus::try_from(status).map_err(|e| sqlx::Error::Decode(e.into()))?;
             return Ok(Some(Some(status)));
         }
-        let live: Option<i64> = on_tx!(self, tx => sqlx::query_scalar(
-            "SELECT 1 FROM uploads WHERE id = $1 AND deleted_at IS NULL",
+        Ok(self.upload_is_live(id).await?.then_some(None))
+    }
+
+    /// Approves an upload waiting for review. `Some(Some((status, hidden)))` when it changed
+    /// (read under the row lock the change holds until commit), `Some(None)` when it was
+    /// approved already, `None` when it is deleted or unknown.
+    pub async fn approve_upload(&mut self, id: Uuid) -> sqlx::Result<Option<Option<(UploadStatus, bool)>>> {
+        let changed: Option<(String, bool)> = on_tx!(self, tx => sqlx::query_as(
+            "UPDATE uploads SET review = 'approved' WHERE id = $1 AND deleted_at IS NULL AND review = 'pending'
+             RETURNING status, hidden",
         )
         .bind(id)
         .fetch_optional(&mut **tx)
         .await)?;
-        Ok(live.map(|_| None))
+        if let Some((status, hidden)) = changed {
+            let status = UploadStatus::try_from(status).map_err(|e| sqlx::Error::Decode(e.into()))?;
+            return Ok(Some(Some((status, hidden))));
+        }
+        Ok(self.upload_is_live(id).await?.then_some(None))
+    }
+
+    /// Whether the upload exists and is not deleted, inside this transaction.
+    async fn upload_is_live(&mut self, id: Uuid) -> sqlx::Result<bool> {
+        // A count, not `SELECT 1`: PostgreSQL's literal is a 4-byte integer, SQLite's an 8-byte one.
+        let live: i64 = on_tx!(self, tx => sqlx::query_scalar(
+            "SELECT COUNT(*) FROM uploads WHERE id = $1 AND deleted_at IS NULL",
+        )
+        .bind(id)
+        .fetch_one(&mut **tx)
+        .await)?;
+        Ok(live > 0)
     }
 }

@@ -3,12 +3,14 @@
 //! A value that does not parse is a domain error of its own; the HTTP edge maps it to a
 //! problem (`crate::error`), the command line prints it.
 
+mod host_modes;
 mod ids;
 mod password;
 mod status;
 mod text;
 mod upload_window;
 
+pub use host_modes::{Gallery, Review};
 pub use ids::{ClientUploadId, EventSlug, InvalidClientUploadId, InvalidEventSlug};
 pub use password::{OrganiserPassword, WeakPassword};
 pub use status::UploadStatus;

@@ -4,7 +4,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -13,9 +14,9 @@ use super::event_page::{self, ChangeEventPage, PublicEventPage};
 use super::extract::{Admin, JsonBody, Manager, Viewer};
 use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
-use super::views::EventJson;
+use super::views::{EventJson, HostGallery, HostModesJson};
 use crate::db::events::EventChange;
-use crate::domain::{EventName, EventSlug, OrganiserPassword};
+use crate::domain::{EventName, EventSlug, Gallery, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{self, EventError, NewEvent};
 use crate::http::AppState;
@@ -111,11 +112,13 @@ async fn show(
     if viewer.is_ok_and(|v| v.is_organiser_of(event.id)) {
         return Ok(Json(ShownEvent::Whole(EventJson::new(&event, &state.settings.public_url))).into_response());
     }
+    let modes = HostModesJson::new(&event);
     Ok(Json(ShownEvent::Public(PublicEvent {
         page: PublicEventPage::new(&event),
         slug: event.slug,
         name: event.name,
         uploads_open: event.uploads_open,
+        modes,
     }))
     .into_response())
 }
@@ -128,7 +131,8 @@ enum ShownEvent {
     Public(PublicEvent),
 }
 
-/// The event's name, whether uploads are open and the guests' page: what its join page shows before anyone joined.
+/// The event's name, whether uploads are open, the guests' page and the host modes: what its join page shows before
+/// anyone joined.
 #[derive(Serialize, ToSchema)]
 struct PublicEvent {
     slug: String,
@@ -136,10 +140,12 @@ struct PublicEvent {
     uploads_open: bool,
     #[serde(flatten)]
     page: PublicEventPage,
+    #[serde(flatten)]
+    modes: HostModesJson,
 }
 
 /// Absent or null members are left as they are, except the page's nullable members (`welcome_text`,
-/// `cover_upload_id`, `uploads_open_from`, `uploads_open_until`), which `null` clears.
+/// `cover_upload_id`, `uploads_open_from`, `uploads_open_until`) and `gallery_opens_at`, which `null` clears.
 #[derive(Deserialize, ToSchema)]
 struct ChangeEvent {
     /// 1–120 characters after trimming; otherwise 400 `invalid_request`.
@@ -155,13 +161,30 @@ struct ChangeEvent {
     storage_cap_bytes: Option<i64>,
     #[serde(flatten)]
     page: ChangeEventPage,
+    /// true: new uploads wait for the organiser's approval (`review` `pending`). Switching it off approves nothing:
+    /// uploads waiting stay pending until approved.
+    review_uploads: Option<bool>,
+    /// `everyone` or `own_uploads` (guests see their own photos only); another value: 400 `invalid_request`.
+    #[schema(value_type = Option<HostGallery>)]
+    gallery: Option<String>,
+    /// RFC 3339: until then guests see their own photos only. Unlike the other members, null clears it (the gallery
+    /// is open) and only an absent member leaves it as it is. Not a timestamp: 400 `invalid_request`.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    gallery_opens_at: Option<Option<DateTime<Utc>>>,
+}
+
+/// Tells a member given as null (`Some(None)`) from an absent one (`None`, by `#[serde(default)]`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// Change an event (organiser or admin)
 ///
 /// The event's organiser (or the instance admin, by bearer token, for any event) renames it, opens or closes
-/// uploads, changes the guest quota, or shapes the guests' page: welcome text, cover, guest downloads, upload
-/// window (`null` clears those). Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the same
+/// uploads, changes the guest quota, sets the host modes (the review gate, a private gallery, a gallery that opens at a
+/// set time) or shapes the guests' page: welcome text, cover, guest downloads, upload window (`null` clears those
+/// and `gallery_opens_at`). Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the same
 /// key and body gets the first attempt's answer without changing the event again. Credentials first: another
 /// event's organiser gets 403 `forbidden` whatever the body; for the admin an unknown slug is 404
 /// `event_not_found`, decided before the body.
@@ -200,6 +223,16 @@ async fn change(
         uploads_open: body.uploads_open,
         guest_quota_bytes: body.guest_quota_bytes,
         storage_cap_bytes: body.storage_cap_bytes,
+        review_uploads: body.review_uploads,
+        gallery: body
+            .gallery
+            .as_deref()
+            .map(|g| {
+                Gallery::parse(g)
+                    .ok_or_else(|| ApiError::InvalidRequest("`gallery` must be `everyone` or `own_uploads`".into()))
+            })
+            .transpose()?,
+        gallery_opens_at: body.gallery_opens_at,
     };
     let page = body.page.parse()?;
     let mut tx = write.begin(&state.db).await?;
@@ -223,7 +256,7 @@ refusals!(CreateEventRefusals {
 });
 
 refusals!(ChangeEventRefusals {
-    400 => problem("Malformed JSON, wrong content type, empty or over-long `name`, negative `guest_quota_bytes`. `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
+    400 => problem("Malformed JSON, wrong content type, empty or over-long `name`, negative `guest_quota_bytes`, an unknown `gallery`, a `gallery_opens_at` that is not an RFC 3339 timestamp. `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
     401 => shared("Unauthenticated"),
     403 => or_cross_origin("`forbidden`: a guest, or the organiser of another event (also when the slug names no event).", &[Forbidden]),
     404 => problem("The admin named no event (or a deleted one), or the event was deleted while the request ran.", &[EventNotFound]),

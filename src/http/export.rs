@@ -1,5 +1,5 @@
 //! `export.zip`: the organiser takes the event's visible originals home, one entry each (and the
-//! hidden ones too, on request).
+//! hidden ones, or those waiting for approval, too, on request).
 //!
 //! The archive is written while it is sent: a task reads the uploads a page at a time, streams
 //! each original from storage into a ZIP entry (stored, not compressed: photos do not shrink)
@@ -28,6 +28,7 @@ use uuid::Uuid;
 
 use super::extract::Organiser;
 use super::openapi::{SlugParam, refusals, schemas};
+use crate::db::uploads::ExportExtras;
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
@@ -46,13 +47,27 @@ struct ExportParams {
     /// the visible ones. Any other value: 400 `invalid_request`.
     #[param(value_type = Option<bool>)]
     include_hidden: Option<String>,
+    /// `true`: photos waiting for the organiser's approval (the review gate) are included too; `false` or
+    /// absent: only approved ones. Any other value: 400 `invalid_request`.
+    #[param(value_type = Option<bool>)]
+    include_pending: Option<String>,
+}
+
+/// A `true`/`false` query flag: absent, empty or `false` is false.
+fn flag(name: &str, value: Option<&str>) -> ApiResult<bool> {
+    match value {
+        None | Some("" | "false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(_) => Err(ApiError::InvalidRequest(format!("`{name}` must be `true` or `false`"))),
+    }
 }
 
 /// Download the event's photos (organiser)
 ///
 /// The event's organiser takes the visible originals home as one ZIP archive: one entry per upload that is neither
-/// hidden nor deleted (whether `processing`, `ready` or `failed`), and nothing else; with `include_hidden=true`,
-/// hidden uploads too (never deleted ones). Entries are the original
+/// hidden nor deleted nor waiting for approval (whether `processing`, `ready` or `failed`), and nothing else; with
+/// `include_hidden=true`, hidden uploads too, with `include_pending=true` those waiting for approval too (never
+/// deleted ones). Entries are the original
 /// bytes, stored (not compressed), oldest upload first, named `<display name> - <file name without its
 /// extension>.<jpg|png|gif|webp>`: the extension comes from the stored image format, never from the guest's file
 /// name; Unicode format characters (bidi overrides, zero-width…), control characters and `<>:"/\|?*` are removed,
@@ -85,17 +100,18 @@ async fn export(
     }
     // Read after the credential and the slug, so a stranger learns nothing from a bad query.
     let Query(params) = params.map_err(|rejection| ApiError::InvalidRequest(rejection.body_text()))?;
-    let include_hidden = match params.include_hidden.as_deref() {
-        None | Some("" | "false") => false,
-        Some("true") => true,
-        Some(_) => return Err(ApiError::InvalidRequest("`include_hidden` must be `true` or `false`".into())),
+    let include = ExportExtras {
+        hidden: flag("include_hidden", params.include_hidden.as_deref())?,
+        pending: flag("include_pending", params.include_pending.as_deref())?,
     };
     let (writer, reader) = tokio::io::duplex(PIPE_BYTES);
     let (outcome, failed) = tokio::sync::oneshot::channel::<std::io::Error>();
     let event_id = event.id;
     tokio::spawn(async move {
-        match write_archive(&state, event_id, include_hidden, writer).await {
-            Ok(entries) => tracing::info!(%event_id, entries, include_hidden, "export sent"),
+        match write_archive(&state, event_id, include, writer).await {
+            Ok(entries) => {
+                tracing::info!(%event_id, entries, include_hidden = include.hidden, include_pending = include.pending, "export sent")
+            }
             Err(e) => {
                 tracing::warn!(%event_id, error = %e, "export stopped");
                 let _ = outcome.send(std::io::Error::other(e));
@@ -120,11 +136,11 @@ async fn export(
     Ok(response)
 }
 
-/// Writes every visible original of the event (and the hidden ones when asked); returns how many.
+/// Writes every visible original of the event (and the hidden or pending ones when asked); returns how many.
 async fn write_archive(
     state: &AppState,
     event_id: Uuid,
-    include_hidden: bool,
+    include: ExportExtras,
     pipe: DuplexStream,
 ) -> anyhow::Result<usize> {
     let mut zip = ZipFileWriter::with_tokio(pipe);
@@ -132,7 +148,7 @@ async fn write_archive(
     let mut after = None;
     let mut entries = 0;
     loop {
-        let page = state.db.export_page(event_id, after, PAGE, include_hidden).await?;
+        let page = state.db.export_page(event_id, after, PAGE, include).await?;
         let Some(last) = page.last() else {
             break;
         };
@@ -274,7 +290,7 @@ mod tests;
 refusals!(ExportEventRefusals {
     401 => shared("Unauthenticated"),
     403 => problem("`forbidden`: a guest, or the organiser of another event (also when the slug names no event).", &[Forbidden]),
-    400 => problem("`include_hidden` is neither `true` nor `false`, or given twice (checked after the credential).", &[InvalidRequest]),
+    400 => problem("`include_hidden` or `include_pending` is neither `true` nor `false`, or given twice (checked after the credential).", &[InvalidRequest]),
     404 => problem("The slug is not a well-formed slug (checked after the credential).", &[EventNotFound]),
     500 => shared("Internal"),
 });

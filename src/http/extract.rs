@@ -30,7 +30,7 @@ pub struct Admin;
 /// Who may change an event: the instance admin (any event) or an organiser (their own).
 pub enum Manager {
     Admin,
-    Organiser(EventRow),
+    Organiser(Box<EventRow>),
 }
 
 impl Manager {
@@ -39,7 +39,7 @@ impl Manager {
     /// and 403 `forbidden` for any other slug, known or not.
     pub async fn event(self, state: &AppState, slug: &str) -> Result<EventRow, ApiError> {
         match self {
-            Manager::Organiser(event) if event.slug == slug => Ok(event),
+            Manager::Organiser(event) if event.slug == slug => Ok(*event),
             Manager::Organiser(_) => Err(ApiError::Forbidden),
             Manager::Admin => {
                 let slug = crate::domain::EventSlug::parse(slug)?;
@@ -142,7 +142,10 @@ impl FromRequestParts<AppState> for Manager {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         match Credentials::of(parts, state).await? {
             Credentials::Bearer { admin: true, .. } => Ok(Manager::Admin),
-            credentials => Viewer::of(credentials)?.organiser.map(Manager::Organiser).ok_or(ApiError::Forbidden),
+            credentials => Viewer::of(credentials)?
+                .organiser
+                .map(|event| Manager::Organiser(Box::new(event)))
+                .ok_or(ApiError::Forbidden),
         }
     }
 }

@@ -15,7 +15,7 @@ use super::extract::Viewer;
 use super::openapi::{SlugParam, refusals};
 use super::views::UploadJson;
 use crate::db::uploads::ListQuery;
-use crate::domain::EventSlug;
+use crate::domain::{EventSlug, Review};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 
@@ -27,6 +27,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 struct ListParams {
     limit: Option<String>,
     cursor: Option<String>,
+    review: Option<String>,
 }
 
 /// The page size's bounds: `list_uploads` clamps `limit` to them, and the document says them.
@@ -65,6 +66,13 @@ impl utoipa::IntoParams for ListParams {
                 .description(Some(cursor))
                 .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
                 .build(),
+            ParameterBuilder::new()
+                .name("review")
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .description(Some("`pending`: only uploads waiting for the organiser's approval (the organiser's review list; a guest gets their own); `approved`: only approved ones. Absent or empty: both, as far as the caller may see them. Another value: 400 `invalid_request`."))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["pending", "approved"]))))
+                .build(),
         ]
     }
 }
@@ -82,7 +90,8 @@ struct UploadPage {
 ///
 /// Newest first, keyset-paginated: a cursor stays valid while photos are added. For the event's guests and its
 /// organiser. A hidden upload appears to the organiser and to its own uploader (with status `hidden`), never to
-/// other guests. Deleted uploads never appear.
+/// other guests; so does one waiting for approval (`review` `pending`), and, while the event's `gallery` is
+/// `own_uploads` or its `gallery_opens_at` has not come yet, every upload. Deleted uploads never appear.
 #[utoipa::path(
     get,
     path = "/api/v1/events/{slug}/uploads",
@@ -117,12 +126,21 @@ async fn list_uploads(
         None | Some("") => None,
         Some(raw) => Some(decode_cursor(raw)?),
     };
+    let review = match params.review.as_deref() {
+        None | Some("") => None,
+        Some(raw) => Some(
+            Review::parse(raw)
+                .ok_or_else(|| ApiError::InvalidRequest("`review` must be `pending` or `approved`".into()))?,
+        ),
+    };
     let query = ListQuery {
         event_id: event.id,
         viewer_guest: viewer.guest.as_ref().filter(|g| g.event_id == event.id).map(|g| g.id),
         organiser: viewer.is_organiser_of(event.id),
         before,
         limit: limit + 1,
+        shared: event.gallery.shared(event.gallery_opens_at, chrono::Utc::now()),
+        review,
     };
     let mut rows = state.db.list_uploads(&query).await?;
     let next_cursor = if rows.len() as i64 > limit {
@@ -143,7 +161,7 @@ fn decode_cursor(raw: &str) -> ApiResult<Uuid> {
 }
 
 refusals!(ListUploadsRefusals {
-    400 => problem("`limit` not a whole number (`invalid_request`), or a malformed `cursor` (`invalid_cursor`).", &[InvalidRequest, InvalidCursor]),
+    400 => problem("`limit` not a whole number or an unknown `review` (`invalid_request`), or a malformed `cursor` (`invalid_cursor`).", &[InvalidRequest, InvalidCursor]),
     401 => shared("Unauthenticated"),
     403 => problem("`wrong_event`: a guest of another event. `forbidden`: only the organiser of another event.", &[WrongEvent, Forbidden]),
     404 => shared("EventNotFound"),

@@ -45,6 +45,8 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("guest-page-card.js", JS, include_str!("../../static/guest-page-card.js")),
     ("co-organisers-view.js", JS, include_str!("../../static/co-organisers-view.js")),
     ("blocks-view.js", JS, include_str!("../../static/blocks-view.js")),
+    ("host-modes-view.js", JS, include_str!("../../static/host-modes-view.js")),
+    ("host-modes-card.js", JS, include_str!("../../static/host-modes-card.js")),
 ];
 
 pub fn routes() -> Router<AppState> {

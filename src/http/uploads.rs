@@ -136,13 +136,16 @@ fn replayed(row: &UploadRow) -> Response {
     response
 }
 
-/// The upload if this viewer may see it: a guest or the organiser of its event, hidden
-/// uploads only for the organiser and their uploader. Everything else is "not found".
+/// The upload if this viewer may see it: a guest or the organiser of its event; hidden uploads,
+/// those waiting for approval and, while the event's gallery is private or not open yet, every
+/// upload only for the organiser and their uploader. Everything else is "not found".
 pub async fn visible_upload(state: &AppState, viewer: &Viewer, id: Uuid) -> ApiResult<UploadRow> {
     let row = state.db.upload_by_id(id, viewer.guest_id()).await?.ok_or(ApiError::NotFound)?;
     let visible = row.deleted_at.is_none()
         && viewer.can_see_event(row.event_id)
-        && (!row.hidden || viewer.is_organiser_of(row.event_id) || viewer.guest_id() == Some(row.guest_id));
+        && (viewer.is_organiser_of(row.event_id)
+            || viewer.guest_id() == Some(row.guest_id)
+            || row.shared_with_guests(chrono::Utc::now()));
     if visible { Ok(row) } else { Err(ApiError::NotFound) }
 }
 
@@ -204,21 +207,30 @@ async fn upload_by_client_id(
     }
 }
 
+/// At least one member. Any other member, or neither: 400 `invalid_request`.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ChangeUpload {
     /// true: hidden from guests (its uploader and the organiser still see it, with status `hidden`); false: shown
-    /// again. Setting the value it already has changes nothing and answers 200. Any other member, or `hidden`
-    /// missing or not a boolean: 400 `invalid_request`.
-    hidden: bool,
+    /// again. Setting the value it already has changes nothing and answers 200. Not a boolean: 400
+    /// `invalid_request`.
+    #[schema(nullable = false)]
+    hidden: Option<bool>,
+    /// true: approves an upload waiting for review (`review` `pending` becomes `approved`): the event's guests see
+    /// it from now on, and the live stream announces it once it is `ready`. Approving an approved upload changes
+    /// nothing and answers 200. false: 400 `invalid_request` (an approved upload does not go back to review; hide
+    /// it instead).
+    #[schema(nullable = false)]
+    approved: Option<bool>,
 }
 
-/// Hide or show an upload (organiser)
+/// Hide, show or approve an upload (organiser)
 ///
 /// The event's organiser hides an upload from guests (its uploader still sees it, with status `hidden`) or shows it
-/// again. Hiding announces `removed` on the live stream; showing an upload that is `ready` announces it as `upload`
-/// (one still processing is announced when it becomes ready). Setting the value the upload already has changes
-/// nothing and answers 200. Order: 401 / 403 `cross_origin` → the `Idempotency-Key` → 403 `forbidden` for anyone
+/// again, or approves an upload waiting for review (`{"approved": true}`; the review gate, `review_uploads` of the
+/// event). Hiding announces `removed` on the live stream; showing or approving an upload that is `ready` (and not
+/// hidden) announces it as `upload` (one still processing is announced when it becomes ready). Setting the value the
+/// upload already has changes nothing and answers 200. Order: 401 / 403 `cross_origin` → the `Idempotency-Key` → 403 `forbidden` for anyone
 /// who is not an organiser (whatever the id or body) → the upload (404, also for another event's organiser) → the
 /// body (400, 413). Takes an `Idempotency-Key` (parameter `IdempotencyKey`): a retry with the same key and body
 /// gets the first attempt's answer without changing the upload again.
@@ -255,20 +267,39 @@ async fn change_upload(
         }
     };
     let body: Bytes = super::extract::read_body(&parts.headers, body, super::extract::MAX_JSON_BODY).await?;
-    let body: ChangeUpload = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::InvalidRequest(format!("the body must be {{\"hidden\": true|false}}: {e}")))?;
+    let body: ChangeUpload = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::InvalidRequest(format!("the body must be {{\"hidden\": true|false, \"approved\": true}}: {e}"))
+    })?;
+    if body.hidden.is_none() && body.approved.is_none() {
+        return Err(ApiError::InvalidRequest("the body must hold `hidden` or `approved`".into()));
+    }
+    if body.approved == Some(false) {
+        return Err(ApiError::InvalidRequest("an approved upload does not go back to review: hide it instead".into()));
+    }
     let mut tx = write.begin(&state.db).await?;
-    let Some(changed) = tx.set_upload_hidden(id, body.hidden).await? else {
-        tx.rollback().await?;
-        return Err(ApiError::NotFound);
-    };
-    // Hiding is news at once; showing again only once there is something to show (a photo
-    // still processing is announced when it becomes ready).
-    let news = match changed {
-        Some(_) if body.hidden => Some(LiveKind::Removed),
-        Some(UploadStatus::Ready) => Some(LiveKind::Upload),
-        _ => None,
-    };
+    // Hiding is news at once; showing again or approving only once there is something to show
+    // (a photo still processing is announced when it becomes ready).
+    let mut news = None;
+    if let Some(hidden) = body.hidden {
+        let Some(changed) = tx.set_upload_hidden(id, hidden).await? else {
+            tx.rollback().await?;
+            return Err(ApiError::NotFound);
+        };
+        news = match changed {
+            Some(_) if hidden => Some(LiveKind::Removed),
+            Some(UploadStatus::Ready) => Some(LiveKind::Upload),
+            _ => None,
+        };
+    }
+    if body.approved == Some(true) {
+        let Some(changed) = tx.approve_upload(id).await? else {
+            tx.rollback().await?;
+            return Err(ApiError::NotFound);
+        };
+        if let Some((UploadStatus::Ready, false)) = changed {
+            news = news.or(Some(LiveKind::Upload));
+        }
+    }
     if let Some(kind) = news {
         tx.append_live(row.event_id, kind, id).await?;
     }
@@ -277,7 +308,7 @@ async fn change_upload(
     if news.is_some() {
         state.live.poke();
     }
-    tracing::info!(upload_id = %id, hidden = body.hidden, "upload visibility changed");
+    tracing::info!(upload_id = %id, hidden = body.hidden, approved = body.approved, "upload visibility changed");
     Ok(response)
 }
 
@@ -380,7 +411,7 @@ refusals!(GetUploadRefusals {
 });
 
 refusals!(ChangeUploadRefusals {
-    400 => problem("Malformed JSON, wrong content type, `hidden` missing or not a boolean, or another member (`invalid_request`). `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
+    400 => problem("Malformed JSON, wrong content type, neither `hidden` nor `approved`, one not a boolean, `approved` false, or another member (`invalid_request`). `invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidRequest, InvalidIdempotencyKey]),
     401 => shared("Unauthenticated"),
     403 => or_cross_origin("`forbidden`: the caller is not an organiser (a guest, whatever the id or body): only the organiser hides.", &[Forbidden]),
     404 => problem("Not a UUID, no such upload, deleted, or not visible to the caller (another event's upload; a hidden one for anyone but the organiser and its uploader). Also for the organiser of another event.", &[NotFound]),

@@ -1,5 +1,6 @@
 //! The JSON shapes of the contract (API.md): what a client sees of events and uploads.
 
+use chrono::Utc;
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -55,6 +56,45 @@ pub struct EventJson {
     /// New uploads are refused (403 `uploads_closed`) from this time on; null: no end.
     #[schema(required = true, format = DateTime)]
     pub uploads_open_until: Option<String>,
+    #[serde(flatten)]
+    pub modes: HostModesJson,
+}
+
+/// Whose photos an event's guests see: `everyone` (every approved, shown photo) or `own_uploads` (a "drop box":
+/// each guest sees their own photos only; the organiser sees all).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HostGallery {
+    Everyone,
+    OwnUploads,
+}
+
+/// The event's host modes, in the whole event and in its public view. Whatever they say, a guest always sees their
+/// own photos and the organiser sees all.
+#[derive(Serialize, ToSchema)]
+#[schema(as = HostModes)]
+pub struct HostModesJson {
+    /// New uploads wait for the organiser's approval (their `review` is `pending`) before other guests see them.
+    pub review_uploads: bool,
+    #[schema(value_type = HostGallery)]
+    pub gallery: &'static str,
+    /// Until then guests see their own photos only; null: no such time.
+    #[schema(required = true, format = DateTime)]
+    pub gallery_opens_at: Option<String>,
+    /// Whether the event's guests see each other's photos now, by the server's clock: `gallery` is `everyone` and
+    /// `gallery_opens_at` is null or past.
+    pub gallery_open: bool,
+}
+
+impl HostModesJson {
+    pub fn new(event: &EventRow) -> Self {
+        Self {
+            review_uploads: event.review_uploads,
+            gallery: event.gallery.as_str(),
+            gallery_opens_at: event.gallery_opens_at.map(rfc3339),
+            gallery_open: event.gallery.shared(event.gallery_opens_at, Utc::now()),
+        }
+    }
 }
 
 impl EventJson {
@@ -76,6 +116,7 @@ impl EventJson {
             guest_downloads: event.page.guest_downloads,
             uploads_open_from: event.page.uploads_open_from.map(rfc3339),
             uploads_open_until: event.page.uploads_open_until.map(rfc3339),
+            modes: HostModesJson::new(event),
         }
     }
 }
@@ -150,6 +191,8 @@ pub struct UploadJson {
     pub created_at: String,
     #[schema(schema_with = upload_status)]
     pub status: String,
+    #[schema(schema_with = upload_review)]
+    pub review: &'static str,
     /// How many guests like it, counted live at the time of the request.
     #[schema(minimum = 0)]
     pub likes: i64,
@@ -172,6 +215,14 @@ fn upload_status() -> utoipa::openapi::Object {
         .build()
 }
 
+fn upload_review() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["pending", "approved"]))
+        .description(Some("`pending`: uploaded while the event's review gate (`review_uploads`) was on and not approved yet; only its uploader and the organiser see it. `approved`: seen by whoever sees the event's gallery."))
+        .build()
+}
+
 impl UploadJson {
     pub fn new(row: &UploadRow) -> Self {
         // Derivatives exist once the worker made them (a hidden upload keeps them).
@@ -191,6 +242,7 @@ impl UploadJson {
             taken_at: row.taken_at.map(rfc3339),
             created_at: rfc3339(row.created_at),
             status: if row.hidden { "hidden".into() } else { row.status.as_str().into() },
+            review: row.review.as_str(),
             likes: row.likes,
             liked_by_me: row.liked_by_me,
             comments: row.comments,

@@ -11,7 +11,7 @@ use crate::blobs::BlobKey;
 use crate::db::blob_jobs::{BlobJob, BlobJobKind};
 use crate::db::guests::GuestRow;
 use crate::db::uploads::{NewUpload, UploadRow};
-use crate::domain::{Caption, ClientUploadId, UploadStatus};
+use crate::domain::{Caption, ClientUploadId, Gallery, Review, UploadStatus};
 use crate::media::{self, ProbeError};
 
 /// Headers cannot grow the probe's window past this much of a file.
@@ -50,7 +50,7 @@ impl Upload {
         };
 
         let mut tx = ingest.db.begin().await?;
-        let Some(id) = tx.insert_upload(&new).await? else {
+        let Some((id, review)) = tx.insert_upload(&new).await? else {
             // Another attempt holds this key and has committed: replay it.
             tx.rollback().await?;
             received.guard.delete_now().await;
@@ -86,7 +86,7 @@ impl Upload {
         received.guard.disarm();
         ingest.finalize(finalize).await;
         tracing::info!(upload_id = %id, guest_id = %self.guest.id, bytes = new.bytes, "upload stored");
-        Ok(Ingested::Created(ingest.read_back(&self.guest, new).await))
+        Ok(Ingested::Created(ingest.read_back(&self.guest, new, review).await))
     }
 }
 
@@ -135,7 +135,7 @@ impl Ingest {
 
     /// The committed upload as the guest will see it. The photo is stored whatever happens
     /// now: a read that fails is retried briefly, then answered from the row just written.
-    async fn read_back(&self, guest: &GuestRow, new: NewUpload) -> UploadRow {
+    async fn read_back(&self, guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
         let mut pauses = READ_BACK_RETRIES.iter();
         loop {
             let why = match self.db.upload_by_id(new.id, Some(guest.id)).await {
@@ -145,7 +145,7 @@ impl Ingest {
             };
             let Some(pause) = pauses.next() else {
                 tracing::warn!(upload_id = %new.id, error = %why, "answering a stored upload from the row just written");
-                return written_row(guest, new);
+                return written_row(guest, new, review);
             };
             tracing::debug!(upload_id = %new.id, error = %why, "reading a stored upload back failed; retrying");
             tokio::time::sleep(*pause).await;
@@ -192,7 +192,7 @@ impl Ingest {
 
 /// What a read right after the insert would show: processing, nothing derived, no likes or
 /// comments yet.
-fn written_row(guest: &GuestRow, new: NewUpload) -> UploadRow {
+fn written_row(guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
     UploadRow {
         id: new.id,
         event_id: new.event_id,
@@ -215,5 +215,9 @@ fn written_row(guest: &GuestRow, new: NewUpload) -> UploadRow {
         likes: 0,
         liked_by_me: false,
         comments: 0,
+        review,
+        // Only its uploader reads this row, who sees it whatever the event's gallery mode.
+        event_gallery: Gallery::Everyone,
+        event_gallery_opens_at: None,
     }
 }

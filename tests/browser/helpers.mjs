@@ -180,9 +180,9 @@ export function launchBrowser(extraArgs = []) {
   return chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
-/** A phone-sized browser context (390×844, touch), in the given language. */
-export async function phone(browser, { locale = 'de-DE' } = {}) {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, locale });
+/** A phone-sized browser context (390×844, touch), in the given language (and time zone, if given). */
+export async function phone(browser, { locale = 'de-DE', timezoneId } = {}) {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, locale, ...(timezoneId ? { timezoneId } : {}) });
   return context;
 }
 

@@ -6,6 +6,7 @@
 pub mod failing_store;
 pub mod fault_proxy;
 pub mod images;
+pub mod reading;
 pub mod s3;
 pub mod tls;
 
