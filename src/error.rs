@@ -121,7 +121,7 @@ error_codes! {
     InvalidWelcomeText = "invalid_welcome_text", UNPROCESSABLE_ENTITY,
         "Changing an event: the welcome text is longer than 1000 characters (after cleaning).";
     InvalidCover = "invalid_cover", UNPROCESSABLE_ENTITY,
-        "Changing an event: the cover is not an upload of this event that is ready, shown and not deleted.";
+        "Changing an event: the cover is not an upload of this event that is ready, approved, shown and not deleted.";
     InvalidUploadWindow = "invalid_upload_window", UNPROCESSABLE_ENTITY,
         "Changing an event: an end of the upload window is not an RFC 3339 time, or `uploads_open_from` is not before `uploads_open_until`.";
     GuestBlocked = "guest_blocked", FORBIDDEN,

@@ -145,6 +145,10 @@ async fn approval_shows_the_photo_to_everyone_and_on_the_live_stream(backend: Ba
     let response = change_upload(&app, &id, &organiser, "no-going-back", json!({"approved": false})).await;
     assert_problem(response, StatusCode::BAD_REQUEST, "invalid_request").await;
     assert_unseen(&app, &ben, &id).await;
+    // Nor is it the event's cover, which anyone can load, until it is approved.
+    let response = patch_event(&app, &event, &organiser, json!({"cover_upload_id": id})).await;
+    let problem = assert_problem(response, StatusCode::UNPROCESSABLE_ENTITY, "invalid_cover").await;
+    assert!(problem["detail"].as_str().is_some_and(|d| d.contains("approval")), "{problem}");
 
     let key = Uuid::new_v4().to_string();
     let response = approve(&app, &id, &organiser, &key).await;
@@ -163,6 +167,8 @@ async fn approval_shows_the_photo_to_everyone_and_on_the_live_stream(backend: Ba
     assert_eq!(listed(&app, &event, &ben.token, "").await, vec![id.clone()]);
     assert_eq!(status_of(&app, &format!("/api/v1/uploads/{id}/thumb"), &ben.token).await, StatusCode::OK);
     assert_eq!(listed(&app, &event, &organiser, "review=pending").await, Vec::<String>::new());
+    let changed = set_modes(&app, &event, &organiser, json!({"cover_upload_id": id})).await;
+    assert_eq!(changed["cover_upload_id"].as_str(), Some(id.as_str()), "approved, it may be the cover");
 
     // The same key again: the recorded answer, nothing announced again.
     let response = approve(&app, &id, &organiser, &key).await;

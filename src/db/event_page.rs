@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::{Tx, on_tx};
 
 /// The page's settings as stored. `cover_upload_id` is read through the uploads table: it is
-/// `None` while the upload is not ready, hidden or deleted, so a page never shows a cover that
+/// `None` while the upload is not ready, hidden, waiting for approval or deleted, so a page never shows a cover that
 /// is gone.
 #[derive(Clone, Debug, FromRow, PartialEq, Eq)]
 pub struct EventPageRow {
@@ -58,6 +58,8 @@ impl EventPageChange {
 pub struct CoverCandidate {
     pub status: String,
     pub hidden: bool,
+    /// `pending` while it waits for the organiser's approval (the review gate).
+    pub review: String,
     pub deleted: bool,
 }
 
@@ -95,7 +97,7 @@ impl Tx {
     /// has no such upload.
     pub async fn cover_candidate(&mut self, event_id: Uuid, upload_id: Uuid) -> sqlx::Result<Option<CoverCandidate>> {
         on_tx!(self, tx => sqlx::query_as(
-            "SELECT status, hidden, deleted_at IS NOT NULL AS deleted FROM uploads WHERE id = $1 AND event_id = $2",
+            "SELECT status, hidden, review, deleted_at IS NOT NULL AS deleted FROM uploads WHERE id = $1 AND event_id = $2",
         )
         .bind(upload_id)
         .bind(event_id)

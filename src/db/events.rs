@@ -36,7 +36,7 @@ pub struct EventRow {
 macro_rules! event_select {
     () => {
         "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at, e.storage_cap_bytes, e.used_bytes, \
-         e.welcome_text, (SELECT u.id FROM uploads u WHERE u.id = e.cover_upload_id AND u.event_id = e.id AND u.status = 'ready' AND NOT u.hidden AND u.deleted_at IS NULL) AS cover_upload_id, \
+         e.welcome_text, (SELECT u.id FROM uploads u WHERE u.id = e.cover_upload_id AND u.event_id = e.id AND u.status = 'ready' AND NOT u.hidden AND u.review = 'approved' AND u.deleted_at IS NULL) AS cover_upload_id, \
          e.guest_downloads, e.uploads_open_from, e.uploads_open_until, e.review_uploads, e.gallery, e.gallery_opens_at FROM events e "
     };
 }

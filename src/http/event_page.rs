@@ -44,7 +44,7 @@ pub struct ChangeEventPage {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, max_length = 1000)]
     welcome_text: Option<Option<String>>,
-    /// An upload of this event that is ready, not hidden and not deleted, else 422 `invalid_cover`. `null`: no
+    /// An upload of this event that is ready, approved, not hidden and not deleted, else 422 `invalid_cover`. `null`: no
     /// cover.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, format = Uuid)]
@@ -132,6 +132,7 @@ pub async fn apply(tx: &mut Tx, event_id: Uuid, change: &EventPageChange) -> Api
             None => Some("no upload of this event has this id"),
             Some(c) if c.deleted => Some("this upload was deleted"),
             Some(c) if c.hidden => Some("this upload is hidden"),
+            Some(c) if c.review == "pending" => Some("this upload waits for approval"),
             Some(c) if c.status != UploadStatus::Ready.as_str() => {
                 Some("this upload has no preview yet (or it could not be processed)")
             }

@@ -133,7 +133,7 @@ for (const backend of backends()) {
           await card.locator('input[name=co_label]').fill('Best man');
           await card.locator('input[name=co_password]').fill('short');
           await card.locator('button[type=submit]').click();
-          await eventually(async () => (await card.locator('.note').textContent()) === 'The password needs at least 8 characters.', { what: 'the short password refused' });
+          await eventually(async () => (await card.locator('.note').textContent()) === 'The password needs at least 8 characters (at most 72 bytes).', { what: 'the short password refused' });
           await card.locator('input[name=co_password]').fill('best man secret');
           await card.locator('button[type=submit]').click();
           await card.locator('[data-testid=co-organisers] li', { hasText: 'Best man' }).waitFor();
