@@ -11,6 +11,7 @@ import { Slideshow } from './slideshow.js';
 import { errorText } from './messages.js';
 import { GuestPageCard } from './guest-page-card.js';
 import { HostModesCard, PendingList } from './host-modes-card.js';
+import { foldable } from './fold.js';
 
 import { TYPICAL_PHOTO_BYTES } from './quota-view.js';
 import { blockButton, BlockedGuestsCard } from './blocks-view.js';
@@ -121,6 +122,10 @@ export async function organiserPage({ slug, event, main, messages }) {
     for (const u of gallery?.uploads.values() ?? []) if (u.guest?.id === standing.id) gallery.reread(u.id);
   }
 
+  // Set once before the party: each folds to its heading, so the gallery stays near the top.
+  foldable(pageCard.el, 'guest-page');
+  foldable(modesCard.el, 'host-modes');
+  foldable(coOrganisers.el, 'co-organisers');
   dashboard.append(
     h('p', { class: 'muted who-row' }, labels.who, labels.logout),
     h('div', { class: 'card share' }, labels.link, qr, joinLink, copyFallback, h('div', { class: 'share-actions' }, copyButton, printButton), shareNote, labels.hint),

@@ -47,6 +47,7 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("blocks-view.js", JS, include_str!("../../static/blocks-view.js")),
     ("host-modes-view.js", JS, include_str!("../../static/host-modes-view.js")),
     ("host-modes-card.js", JS, include_str!("../../static/host-modes-card.js")),
+    ("fold.js", JS, include_str!("../../static/fold.js")),
 ];
 
 pub fn routes() -> Router<AppState> {

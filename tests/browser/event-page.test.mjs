@@ -6,7 +6,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fixtures, onPhone, startServer, join, choose, waitForItems, screenshot, watchConsole, eventually, backends, PASSWORD } from './helpers.mjs';
+import { fixtures, onPhone, startServer, join, choose, waitForItems, screenshot, watchConsole, eventually, backends, PASSWORD, unfold } from './helpers.mjs';
 
 const f = fixtures({ server: false, photos: 2, photoOptions: { prefix: 'eventpage', width: 1200, height: 800 } });
 
@@ -50,6 +50,8 @@ for (const backend of backends()) {
       await page.locator('form.login-form button[type=submit]').click();
       const card = page.locator('[data-testid=guest-page-card]');
       await card.waitFor({ state: 'visible' });
+      assert.equal(await page.locator('#welcome_text').isVisible(), false, 'the card starts folded to its heading');
+      await unfold(card);
       await page.locator('#welcome_text').fill(WELCOME);
       await page.locator('[data-action=save-welcome]').click();
       await page.waitForFunction(() => document.querySelector('[data-testid=page-note]')?.textContent === 'Gespeichert.');

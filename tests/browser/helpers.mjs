@@ -23,6 +23,12 @@ export const OUTPUT = path.join(HERE, 'output');
 export const ADMIN_TOKEN = 'browser-test-admin-token';
 export const PASSWORD = 'organiser-password';
 
+/** Opens a dashboard card folded to its heading (static/fold.js), as an organiser taps the heading. */
+export async function unfold(card) {
+  if (await card.evaluate((el) => el.classList.contains('folded'))) await card.locator('.fold-head').click();
+  await card.evaluate((el) => { if (el.classList.contains('folded')) throw new Error('the card stayed folded'); });
+}
+
 fs.mkdirSync(OUTPUT, { recursive: true });
 
 function freePort() {

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fixtures, phone, startServer, join, choose, waitForItems, screenshot, backends, watchConsole, PASSWORD } from './helpers.mjs';
+import { fixtures, phone, startServer, join, choose, waitForItems, screenshot, backends, watchConsole, PASSWORD, unfold } from './helpers.mjs';
 
 const f = fixtures({ server: false, photos: 2, photoOptions: { prefix: 'modes', width: 640, height: 480 } });
 
@@ -52,6 +52,7 @@ for (const backend of backends()) {
       await host.page.fill('input[name=password]', PASSWORD);
       await host.page.click('.login-form button[type=submit]');
       await host.page.locator('[data-testid=host-modes]').waitFor({ state: 'visible' });
+      await unfold(host.page.locator('[data-testid=host-modes]'));
       await host.page.check('input[name=review_uploads]');
       await host.page.waitForFunction(() => document.querySelector('[data-testid=host-modes] .note').textContent === 'Saved.');
       const now = await server.call('GET', `/api/v1/events/${event.slug}`);

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fixtures, onPhone, phone, startServer, join, choose, waitForItems, screenshot, eventually, PASSWORD, watchConsole, backends } from './helpers.mjs';
+import { fixtures, onPhone, phone, startServer, join, choose, waitForItems, screenshot, eventually, PASSWORD, watchConsole, backends, unfold } from './helpers.mjs';
 
 const f = fixtures({ server: false, photos: 3, photoOptions: { prefix: 'people', width: 320, height: 240 } });
 
@@ -130,6 +130,7 @@ for (const backend of backends()) {
           await login(page, server, event);
           const card = page.locator('.co-organisers');
           await card.waitFor({ state: 'visible' });
+          await unfold(card);
           await card.locator('input[name=co_label]').fill('Best man');
           await card.locator('input[name=co_password]').fill('short');
           await card.locator('button[type=submit]').click();
