@@ -317,6 +317,21 @@ async fn an_organisers_delete_is_undone_within_the_grace(backend: Backend) {
     assert_eq!(seen["items"][0]["id"], id.as_str(), "back in the gallery");
     let thumb = app.client.get(app.url(&format!("{path}/thumb"))).bearer_auth(&ben.token).send().await.expect("thumb");
     assert_eq!(thumb.status(), StatusCode::OK, "with its thumbnail");
+    // A removal of its derivatives left to retry from before the restore (the worker made them
+    // while it was deleted) finds it restored and keeps them.
+    app.scalar(
+        "INSERT INTO blob_jobs (upload_id, kind, event_id, attempts, run_after, created_at)
+         SELECT id, 'delete_derivatives', event_id, 1, created_at, created_at FROM uploads
+         RETURNING CAST(attempts AS BIGINT)",
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while app.scalar("SELECT COUNT(*) FROM blob_jobs WHERE kind = 'delete_derivatives'").await > 0 {
+        assert!(std::time::Instant::now() < deadline, "the retried removal ran within 30 s");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let thumb = app.client.get(app.url(&format!("{path}/thumb"))).bearer_auth(&ben.token).send().await.expect("thumb");
+    assert_eq!(thumb.status(), StatusCode::OK, "the restored photo keeps its thumbnail");
     let replay = call(&app, Method::POST, &restore, &organiser, None, Some("undo-1")).await;
     assert_eq!(replay.headers().get("idempotent-replayed").map(|v| v.as_bytes()), Some(&b"true"[..]));
     assert_eq!(replay.status(), StatusCode::OK);

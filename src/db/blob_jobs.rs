@@ -84,6 +84,18 @@ impl Tx {
 }
 
 impl Db {
+    /// Whether the upload is deleted now (`false` too when there is no such row): a job that
+    /// removes a deleted upload's bytes asks before it runs, as an undo may have restored it.
+    pub async fn upload_is_deleted(&self, upload_id: Uuid) -> sqlx::Result<bool> {
+        let deleted: Option<bool> = on_db!(self, pool => sqlx::query_scalar(
+            "SELECT deleted_at IS NOT NULL FROM uploads WHERE id = $1",
+        )
+        .bind(upload_id)
+        .fetch_optional(pool)
+        .await)?;
+        Ok(deleted.unwrap_or(false))
+    }
+
     /// Claims the oldest due job, if any, until `lease_until`. On PostgreSQL, rows another
     /// instance is claiming right now are skipped, not waited for.
     pub async fn claim_blob_job(&self, (by, lease_until): (Uuid, DateTime<Utc>)) -> sqlx::Result<Option<BlobJob>> {

@@ -89,6 +89,12 @@ impl BlobJobs {
                 Ok(())
             }
             BlobJobKind::DeleteDerivatives => {
+                // Restored meanwhile (an organiser's undo): its derivatives are made again under
+                // these keys, and must stay. A retry after the restore finds it so.
+                let deleted = self.db.upload_is_deleted(upload_id).await;
+                if !deleted.map_err(|e| object_store::Error::Generic { store: "database", source: Box::new(e) })? {
+                    return Ok(());
+                }
                 self.blobs.delete(BlobKey::Thumb { event_id, upload_id }).await?;
                 self.blobs.delete(BlobKey::Preview { event_id, upload_id }).await
             }
