@@ -7,23 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fixtures, onPhone, screenshot, eventually, PASSWORD, OUTPUT, watchConsole } from './helpers.mjs';
+import { fixtures, onPhone, screenshot, eventually, PASSWORD, OUTPUT, watchConsole, guestOf, uploadPhoto } from './helpers.mjs';
 
 const f = fixtures({ server: 'dashboard', photos: 3, photoOptions: { width: 320, height: 240 } });
-
-async function guestOf(event, name) {
-  const r = await f.server.call('POST', `/api/v1/events/${event.slug}/guests`, { body: { join_token: event.join_token, display_name: name } });
-  assert.equal(r.status, 201, JSON.stringify(r.body));
-  return r.body.token;
-}
-
-async function upload(event, token, file) {
-  const form = new FormData();
-  form.append('file', new Blob([fs.readFileSync(file)], { type: 'image/jpeg' }), path.basename(file));
-  const r = await fetch(`${f.server.base}/api/v1/events/${event.slug}/uploads`, { method: 'POST', headers: { Authorization: `Bearer ${token}` }, body: form });
-  assert.equal(r.status, 201);
-  return (await r.json()).id;
-}
 
 async function login(page, event) {
   await page.goto(`${f.server.base}/e/${event.slug}/organiser`);
@@ -41,9 +27,9 @@ function zipEntries(bytes) {
 
 test('dashboard: names under tiles, both downloads and the hidden count, copy link, quota, table card', { timeout: 90_000 }, async () => {
   const event = await f.server.createEvent({ name: 'Sommerfest am See' });
-  const anna = await guestOf(event, 'Anna');
-  const ben = await guestOf(event, 'Ben Überlang-Name mit Bindestrich');
-  const ids = [await upload(event, anna, f.photos[0]), await upload(event, ben, f.photos[1]), await upload(event, anna, f.photos[2])];
+  const anna = await guestOf(f.server, event, 'Anna');
+  const ben = await guestOf(f.server, event, 'Ben Überlang-Name mit Bindestrich');
+  const ids = [await uploadPhoto(f.server, event, anna, f.photos[0]), await uploadPhoto(f.server, event, ben, f.photos[1]), await uploadPhoto(f.server, event, anna, f.photos[2])];
   const hide = await f.server.call('PATCH', `/api/v1/uploads/${ids[1]}`, { token: event.organiserToken, body: { hidden: true } });
   assert.equal(hide.status, 200);
 
@@ -105,8 +91,8 @@ test('dashboard: names under tiles, both downloads and the hidden count, copy li
 
 test('dashboard: without a clipboard the join link is shown selected; no hidden photos, no second download', { timeout: 60_000 }, async () => {
   const event = await f.server.createEvent({ name: 'Polterabend' });
-  const anna = await guestOf(event, 'Anna');
-  await upload(event, anna, f.photos[0]);
+  const anna = await guestOf(f.server, event, 'Anna');
+  await uploadPhoto(f.server, event, anna, f.photos[0]);
   await onPhone(f.browser, { locale: 'de-DE' }, async (page) => {
     // As on a plain-http LAN address, where browsers give no clipboard.
     await page.addInitScript(() => Object.defineProperty(Navigator.prototype, 'clipboard', { get: () => undefined }));

@@ -23,6 +23,23 @@ export const OUTPUT = path.join(HERE, 'output');
 export const ADMIN_TOKEN = 'browser-test-admin-token';
 export const PASSWORD = 'organiser-password';
 
+/** A guest of `event` joined through the API: their bearer token. */
+export async function guestOf(server, event, name) {
+  const r = await server.call('POST', `/api/v1/events/${event.slug}/guests`, { body: { join_token: event.join_token, display_name: name } });
+  if (r.status !== 201) throw new Error(`joining as ${name}: ${r.status} ${JSON.stringify(r.body)}`);
+  return r.body.token;
+}
+
+/** Uploads the photo `file` as the guest whose token is given, through the API: the new upload's id. */
+export async function uploadPhoto(server, event, token, file) {
+  const form = new FormData();
+  form.append('file', new Blob([fs.readFileSync(file)], { type: 'image/jpeg' }), path.basename(file));
+  const r = await fetch(`${server.base}/api/v1/events/${event.slug}/uploads`, { method: 'POST', headers: { Authorization: `Bearer ${token}` }, body: form });
+  const body = await r.json();
+  if (r.status !== 201) throw new Error(`uploading ${file}: ${r.status} ${JSON.stringify(body)}`);
+  return body.id;
+}
+
 /** Opens a dashboard card folded to its heading (static/fold.js), as an organiser taps the heading. */
 export async function unfold(card) {
   if (await card.evaluate((el) => el.classList.contains('folded'))) await card.locator('.fold-head').click();

@@ -7,23 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fixtures, phone, startServer, join, choose, waitForItems, screenshot, backends, watchConsole, PASSWORD, unfold } from './helpers.mjs';
+import { fixtures, phone, startServer, join, choose, waitForItems, screenshot, backends, watchConsole, PASSWORD, unfold, guestOf, uploadPhoto } from './helpers.mjs';
 
 const f = fixtures({ server: false, photos: 2, photoOptions: { prefix: 'modes', width: 640, height: 480 } });
-
-async function guestOf(server, event, name) {
-  const r = await server.call('POST', `/api/v1/events/${event.slug}/guests`, { body: { join_token: event.join_token, display_name: name } });
-  assert.equal(r.status, 201, JSON.stringify(r.body));
-  return r.body.token;
-}
-
-async function upload(server, event, token, file) {
-  const form = new FormData();
-  form.append('file', new Blob([fs.readFileSync(file)], { type: 'image/jpeg' }), path.basename(file));
-  const r = await fetch(`${server.base}/api/v1/events/${event.slug}/uploads`, { method: 'POST', headers: { Authorization: `Bearer ${token}` }, body: form });
-  assert.equal(r.status, 201);
-  return (await r.json()).id;
-}
 
 async function setModes(server, event, body) {
   const r = await server.call('PATCH', `/api/v1/events/${event.slug}`, { token: event.organiserToken, body });
@@ -112,7 +98,7 @@ for (const backend of backends()) {
     try {
       const event = await server.createEvent({ name: 'Sommerfest' });
       const anna = await guestOf(server, event, 'Anna');
-      const annas = await upload(server, event, anna, f.photos[1]);
+      const annas = await uploadPhoto(server, event, anna, f.photos[1]);
       await setModes(server, event, { gallery: 'own_uploads' });
 
       const context = await phone(f.browser, { locale: 'en-GB', timezoneId: 'Pacific/Auckland' });

@@ -8,23 +8,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fixtures, onPhone, phone, startServer, join, choose, waitForItems, screenshot, eventually, PASSWORD, watchConsole, backends, unfold } from './helpers.mjs';
+import { fixtures, onPhone, phone, startServer, join, choose, waitForItems, screenshot, eventually, PASSWORD, watchConsole, backends, unfold, guestOf, uploadPhoto } from './helpers.mjs';
 
 const f = fixtures({ server: false, photos: 3, photoOptions: { prefix: 'people', width: 320, height: 240 } });
-
-async function guestOf(server, event, name) {
-  const r = await server.call('POST', `/api/v1/events/${event.slug}/guests`, { body: { join_token: event.join_token, display_name: name } });
-  assert.equal(r.status, 201, JSON.stringify(r.body));
-  return r.body.token;
-}
-
-async function upload(server, event, token, file) {
-  const form = new FormData();
-  form.append('file', new Blob([fs.readFileSync(file)], { type: 'image/jpeg' }), path.basename(file));
-  const r = await fetch(`${server.base}/api/v1/events/${event.slug}/uploads`, { method: 'POST', headers: { Authorization: `Bearer ${token}` }, body: form });
-  assert.equal(r.status, 201);
-  return (await r.json()).id;
-}
 
 async function login(page, server, event, password = PASSWORD) {
   await page.goto(`${server.base}/e/${event.slug}/organiser`);
@@ -42,8 +28,8 @@ for (const backend of backends()) {
       await t.test('a photo deleted after the in-page question comes back with Undo', async () => {
         const event = await server.createEvent({ name: 'Undo' });
         const anna = await guestOf(server, event, 'Anna');
-        await upload(server, event, anna, f.photos[0]);
-        const kept = await upload(server, event, anna, f.photos[1]);
+        await uploadPhoto(server, event, anna, f.photos[0]);
+        const kept = await uploadPhoto(server, event, anna, f.photos[1]);
         await onPhone(f.browser, { locale: 'en-GB' }, async (page) => {
           const problems = watchConsole(page);
           let dialogs = 0;

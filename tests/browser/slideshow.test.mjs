@@ -7,16 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fixtures, onPhone, screenshot, eventually, sleep, PASSWORD, watchConsole } from './helpers.mjs';
+import { fixtures, onPhone, screenshot, eventually, sleep, PASSWORD, watchConsole, guestOf } from './helpers.mjs';
 
 const f = fixtures({ server: 'slideshow', photos: 4, photoOptions: { width: 640, height: 480 } });
-
-/** A guest joined through the API (bearer token). */
-async function guestOf(event, name) {
-  const r = await f.server.call('POST', `/api/v1/events/${event.slug}/guests`, { body: { join_token: event.join_token, display_name: name } });
-  assert.equal(r.status, 201, JSON.stringify(r.body));
-  return r.body.token;
-}
 
 /** Uploads one photo with a caption through the API and waits until it is ready (its preview made). */
 async function uploadReady(event, token, file, caption) {
@@ -48,7 +41,7 @@ const current = (page) => page.$eval('[data-testid=slideshow] img', (img) => img
 
 test('slideshow: new photos in arrival order, pause, next and previous, QR code, caption and name', { timeout: 120_000 }, async () => {
   const event = await f.server.createEvent({ name: 'Sommerfest am See' });
-  const anna = await guestOf(event, 'Anna');
+  const anna = await guestOf(f.server, event, 'Anna');
   const first = await uploadReady(event, anna, f.photos[0], 'Before the slideshow');
   const desk = await f.browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-GB' });
   try {
@@ -111,7 +104,7 @@ test('slideshow: new photos in arrival order, pause, next and previous, QR code,
 
 test('slideshow on a phone, with reduced motion: no cross-fade, German words', { timeout: 60_000 }, async () => {
   const event = await f.server.createEvent({ name: 'Polterabend bei Jana & Tom' });
-  const anna = await guestOf(event, 'Tante Erna');
+  const anna = await guestOf(f.server, event, 'Tante Erna');
   await uploadReady(event, anna, f.photos[0], 'Der Kuchen!\nZweite Zeile');
   await onPhone(f.browser, { locale: 'de-DE' }, async (page) => {
     await page.emulateMedia({ reducedMotion: 'reduce' });
