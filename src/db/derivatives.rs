@@ -126,6 +126,21 @@ impl Db {
         Ok(())
     }
 
+    /// Extends the lease of a job this worker still holds to `lease_until`. `false`: the lease
+    /// was lost (it ran out and another worker claimed the job, or the job is gone).
+    pub async fn renew_derivative_job(&self, job: &ClaimedJob, lease_until: DateTime<Utc>) -> sqlx::Result<bool> {
+        let renewed = on_db!(self, pool => sqlx::query(
+            "UPDATE derivative_jobs SET run_after = $3 WHERE upload_id = $1 AND claim = $2",
+        )
+        .bind(job.upload_id)
+        .bind(job.claim)
+        .bind(lease_until)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(renewed > 0)
+    }
+
     /// Jobs not finished yet, due or not (for tests and `/metrics`).
     pub async fn pending_derivative_jobs(&self) -> sqlx::Result<i64> {
         on_db!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM derivative_jobs").fetch_one(pool).await)

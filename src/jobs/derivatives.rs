@@ -7,13 +7,16 @@
 //! sets the upload's status. A worker that dies leaves its job to be claimed again when the
 //! lease ends; a restart finds every job still queued.
 
+use std::io::{BufReader, Cursor, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
+use futures_util::TryStreamExt;
 use tokio::sync::Notify;
+use tokio_util::io::{StreamReader, SyncIoBridge};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -26,7 +29,8 @@ use crate::db::live::LiveKind;
 use crate::domain::UploadStatus;
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::live::LiveHub;
-use crate::media::{self, ProbeError, Sniffer};
+use crate::media::probe::HEAD_BYTES;
+use crate::media::{self, ProbeError};
 
 /// How often an idle worker looks for jobs queued by another instance (its own instance
 /// wakes it at once).
@@ -36,6 +40,8 @@ const POLL: Duration = Duration::from_secs(2);
 /// keeps dying (a photo that exhausts memory) ends as failed instead of killing every instance.
 const MAX_ATTEMPTS: i32 = 10;
 const MAX_BACKOFF: Duration = Duration::from_secs(10 * 60);
+/// The decoders' reads of a streamed original go through a buffer of this size.
+const READ_BUFFER: usize = 64 * 1024;
 
 /// The workers' shared state: a wake-up for new jobs and what they did, for `/metrics`.
 #[derive(Debug)]
@@ -130,7 +136,17 @@ impl DerivativeWorkers {
             }
             return;
         }
-        let outcome = match self.make(&job).await {
+        // A big original takes a while; the lease is renewed meanwhile so that no other worker
+        // takes the job over and makes it a second time. Once the lease is lost anyway (this
+        // instance could not reach the database for a whole lease), the other worker decides.
+        let made = tokio::select! {
+            made = self.make(&job) => made,
+            () = self.keep_lease(&job) => {
+                tracing::info!("lease lost while making derivatives; the worker that holds it decides");
+                return;
+            }
+        };
+        let outcome = match made {
             Ok(outcome) => outcome,
             Err(e) if job.attempts < MAX_ATTEMPTS => {
                 let backoff = Duration::from_secs(5 << job.attempts.clamp(0, 10)).min(MAX_BACKOFF);
@@ -147,6 +163,20 @@ impl DerivativeWorkers {
         }
     }
 
+    /// Renews the job's lease every third of it; returns once it is lost.
+    async fn keep_lease(&self, job: &ClaimedJob) {
+        let lease = self.queue.lease;
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            match self.db.renew_derivative_job(job, Utc::now() + lease).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                // Passing: two more tries before the lease runs out.
+                Err(e) => tracing::warn!(error = %e, "could not renew a derivative job's lease"),
+            }
+        }
+    }
+
     /// Reads the original, derives on the media pool, stores both derivatives.
     async fn make(&self, job: &ClaimedJob) -> anyhow::Result<Outcome> {
         let Some(row) = self.db.upload_by_id(job.upload_id, None).await? else {
@@ -156,10 +186,15 @@ impl DerivativeWorkers {
             return Ok(Outcome::Gone);
         }
         let (event_id, upload_id) = (row.event_id, row.id);
-        let original = self.blobs.get_original(event_id, upload_id, None).await?.bytes().await?;
+        let original = self.blobs.get_original(event_id, upload_id, None).await?;
+        let len = original.meta.size;
+        // The decoder reads the original as it arrives: a blocking reader over the stream, fed
+        // by this runtime while the background thread decodes.
+        let stream = original.into_stream().map_err(std::io::Error::other);
+        let reader = SyncIoBridge::new_with_handle(StreamReader::new(stream), tokio::runtime::Handle::current());
         self.queue.started.fetch_add(1, Relaxed);
         let max_pixels = self.max_image_pixels;
-        let derived = self.blocking.background(move || derive(&original, max_pixels)).await?;
+        let derived = self.blocking.background(move || derive(reader, len, max_pixels)).await?;
         let derived = match derived {
             Ok(derived) => derived,
             Err(reason) => return Ok(Outcome::Undecodable(reason)),
@@ -223,28 +258,22 @@ impl DerivativeWorkers {
     }
 }
 
-/// Probe again (the orientation is not stored) and derive; `Err` is why it cannot be decoded.
-fn derive(original: &[u8], max_pixels: u64) -> Result<media::derive::Derivatives, String> {
-    let probe = reprobe(original, max_pixels).map_err(|e| e.to_string())?;
-    media::derive::derive(original, probe.format, probe.orientation).map_err(|e| e.to_string())
-}
-
-/// The probe on a whole original. Its head is cut at `HEAD_BYTES` as at upload, and a header
-/// longer than that (big EXIF thumbnails, XMP and ICC profiles: real cameras write them) is
-/// read as far as the probe asks, from the original already in memory.
-fn reprobe(original: &[u8], max_pixels: u64) -> Result<media::Probe, ProbeError> {
-    let mut sniffer = Sniffer::default();
-    sniffer.update(original);
-    let sniffed = sniffer.finish();
-    let mut head = &sniffed.head[..];
-    loop {
-        match media::probe::probe(head, &sniffed, max_pixels) {
+/// Probes the original's head again (the orientation is not stored), then derives from the
+/// head and the rest of `original` as it arrives; `Err` is why it cannot be decoded. The read
+/// fails (and the job is retried) when storage fails mid-way: `Err` only for the photo itself.
+fn derive(mut original: impl Read, len: u64, max_pixels: u64) -> Result<media::derive::Derivatives, String> {
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    let mut want = HEAD_BYTES;
+    let probe = loop {
+        let missing = want.saturating_sub(head.len()) as u64;
+        (&mut original).take(missing).read_to_end(&mut head).map_err(|e| format!("reading the original: {e}"))?;
+        match media::probe::probe_accepted(&head, len, max_pixels) {
             // Each request is longer than the last (the probe asks for more than it had), so
-            // this ends once the whole original is offered.
-            Err(ProbeError::NeedMore(want)) if want > head.len() && head.len() < original.len() => {
-                head = &original[..want.min(original.len())];
-            }
-            other => return other,
+            // this ends once the whole original is read.
+            Err(ProbeError::NeedMore(more)) if more > head.len() && (head.len() as u64) < len => want = more,
+            other => break other.map_err(|e| e.to_string())?,
         }
-    }
+    };
+    let source = BufReader::with_capacity(READ_BUFFER, Cursor::new(&head[..]).chain(original));
+    media::derive::derive_streamed(source, &head, probe.format, probe.orientation).map_err(|e| e.to_string())
 }

@@ -13,8 +13,12 @@
 //!
 //! Every decode first estimates, from the header, what it will hold (`budget`); an original
 //! needing more than `MEMORY_BUDGET` is refused before its buffers are allocated.
+//!
+//! JPEG and PNG originals are read as a stream (`derive_streamed`): the decoder takes the bytes
+//! as they come from storage, so the original is never held whole. GIF and WebP decoders need
+//! the whole file; it is read into memory within the budget.
 
-use std::io::Cursor;
+use std::io::{BufRead, Cursor, Read};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
@@ -95,7 +99,33 @@ pub struct Timings {
 /// Makes the thumb and the preview of an original whose format the probe found.
 /// `orientation` is the EXIF orientation (1–8; anything else is taken as 1).
 pub fn derive(original: &[u8], format: ImageFormat, orientation: u16) -> Result<Derivatives, DeriveError> {
-    run(original, format, orientation, Decode::ShrinkOnLoad, MAX_PIXELS).map(|(derivatives, _)| derivatives)
+    derive_streamed(original, original, format, orientation)
+}
+
+/// `derive`, reading the original from `source` as it arrives. `head` is its start as far as
+/// the probe read it (a JPEG's frame header is in it).
+pub fn derive_streamed(
+    mut source: impl BufRead,
+    head: &[u8],
+    format: ImageFormat,
+    orientation: u16,
+) -> Result<Derivatives, DeriveError> {
+    let original = Original { source: &mut source, head };
+    run_within(original, format, orientation, Decode::ShrinkOnLoad, MAX_PIXELS, MEMORY_BUDGET)
+        .map(|(derivatives, _)| derivatives)
+}
+
+/// An original being read: the decoders take `source` from its first byte.
+struct Original<'a> {
+    source: &'a mut dyn BufRead,
+    head: &'a [u8],
+}
+
+impl<'a> Original<'a> {
+    fn whole<'b: 'a>(bytes: &'a mut &'b [u8]) -> Self {
+        let head = *bytes;
+        Original { source: bytes, head }
+    }
 }
 
 /// `derive`, telling where the time went.
@@ -109,17 +139,17 @@ pub fn derive_timed(
 }
 
 fn run(
-    original: &[u8],
+    mut original: &[u8],
     format: ImageFormat,
     orientation: u16,
     decode: Decode,
     max_pixels: u64,
 ) -> Result<(Derivatives, Timings), DeriveError> {
-    run_within(original, format, orientation, decode, max_pixels, MEMORY_BUDGET)
+    run_within(Original::whole(&mut original), format, orientation, decode, max_pixels, MEMORY_BUDGET)
 }
 
 fn run_within(
-    original: &[u8],
+    original: Original<'_>,
     format: ImageFormat,
     orientation: u16,
     decode: Decode,
@@ -201,9 +231,14 @@ fn undecodable(e: impl std::fmt::Display) -> DeriveError {
 
 /// With `min_edge`, decodes at the smallest DCT scale (1/8, 1/4, 1/2, 1) whose long edge is
 /// still at least `min_edge` (or the whole original, when that is smaller).
-fn decode_jpeg(bytes: &[u8], max_pixels: u64, min_edge: Option<u32>, budget: u64) -> Result<Pixels, DeriveError> {
+fn decode_jpeg(
+    original: Original<'_>,
+    max_pixels: u64,
+    min_edge: Option<u32>,
+    budget: u64,
+) -> Result<Pixels, DeriveError> {
     use jpeg_decoder::PixelFormat;
-    let mut decoder = jpeg_decoder::Decoder::new(bytes);
+    let mut decoder = jpeg_decoder::Decoder::new(original.source);
     decoder.read_info().map_err(undecodable)?;
     let info = decoder.info().ok_or_else(|| undecodable("no frame header"))?;
     check_size(u32::from(info.width), u32::from(info.height), max_pixels)?;
@@ -227,7 +262,7 @@ fn decode_jpeg(bytes: &[u8], max_pixels: u64, min_edge: Option<u32>, budget: u64
         PixelFormat::RGB24 => 3,
         PixelFormat::CMYK32 => 4 + 3,
     };
-    let frame = budget::jpeg_frame(bytes).ok_or_else(|| undecodable("no frame header"))?;
+    let frame = budget::jpeg_frame(original.head).ok_or_else(|| undecodable("no frame header"))?;
     budget::check(budget::jpeg_decode_bytes(&frame, width, height, out_bytes_per_pixel), budget)?;
     decoder.set_max_decoding_buffer_size(pixels.saturating_mul(4));
     let raw = decoder.decode().map_err(undecodable)?;
@@ -254,15 +289,26 @@ fn decode_jpeg(bytes: &[u8], max_pixels: u64, min_edge: Option<u32>, budget: u64
     Ok(Pixels { buf, width, height, channels })
 }
 
-fn decode_other(bytes: &[u8], format: ImageFormat, max_pixels: u64, budget: u64) -> Result<Pixels, DeriveError> {
+fn decode_other(
+    original: Original<'_>,
+    format: ImageFormat,
+    max_pixels: u64,
+    budget: u64,
+) -> Result<Pixels, DeriveError> {
     use image::ImageDecoder;
+    // These decoders need the whole file; it counts against the budget like their buffers.
+    let mut bytes = Vec::new();
+    original.source.take(budget.saturating_add(1)).read_to_end(&mut bytes).map_err(undecodable)?;
+    let file = bytes.len() as u64;
+    budget::check(file, budget)?;
+    let budget = budget - file;
     let format = match format {
         ImageFormat::Png => image::ImageFormat::Png,
         ImageFormat::Gif => image::ImageFormat::Gif,
         ImageFormat::WebP => image::ImageFormat::WebP,
         ImageFormat::Jpeg => image::ImageFormat::Jpeg,
     };
-    let mut reader = image::ImageReader::with_format(Cursor::new(bytes), format);
+    let mut reader = image::ImageReader::with_format(Cursor::new(&bytes[..]), format);
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(budget);
     reader.limits(limits);

@@ -123,15 +123,49 @@ const NOT_AN_IMAGE: &str = "the file is not a supported image (JPEG, PNG, WebP o
 /// Decides from the head (and tail) of a file whether it is an image Confetti accepts.
 /// `head` may be longer than `sniffed.head` when the caller re-read more after `NeedMore`.
 pub fn probe(head: &[u8], sniffed: &Sniffed, max_pixels: u64) -> Result<Probe, ProbeError> {
+    let header = header(head, sniffed.len, max_pixels)?;
+    if header.format == ImageFormat::Gif {
+        gif_frames(sniffed.gif, max_pixels)?;
+    }
+    let complete = match (header.format, &header.exif) {
+        (ImageFormat::Jpeg, Some((_, sos))) => sniffed.last_jpeg_eoi.is_some_and(|eoi| eoi > *sos as u64),
+        (ImageFormat::Png, _) => memchr::memmem::find(&sniffed.tail, b"IEND").is_some(),
+        (ImageFormat::WebP, _) => {
+            let riff_len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as u64;
+            sniffed.len >= riff_len + 8
+        }
+        _ => true,
+    };
+    if !complete {
+        return Err(ProbeError::Unsupported(format!("the {:?} file is cut short (incomplete)", header.format)));
+    }
+    Ok(header.probe())
+}
+
+/// The probe of an original accepted at upload (so whole), of `file_len` bytes, from its
+/// head alone: what a derivative job needs before it decodes the rest as it streams in.
+pub fn probe_accepted(head: &[u8], file_len: u64, max_pixels: u64) -> Result<Probe, ProbeError> {
+    header(head, file_len, max_pixels).map(Header::probe)
+}
+
+/// What a file's header says, before its EXIF is read.
+struct Header<'a> {
+    format: ImageFormat,
+    width: u32,
+    height: u32,
+    /// For a JPEG: its EXIF block, if any, and where its first scan starts.
+    exif: Option<(Option<&'a [u8]>, usize)>,
+}
+
+fn header(head: &[u8], file_len: u64, max_pixels: u64) -> Result<Header<'_>, ProbeError> {
     let (format, width, height, exif) = if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        let jpeg = jpeg_header(head, sniffed.len)?;
+        let jpeg = jpeg_header(head, file_len)?;
         (ImageFormat::Jpeg, jpeg.width, jpeg.height, Some((jpeg.exif, jpeg.sos_offset)))
     } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
         let (w, h) = png_size(head)?;
         (ImageFormat::Png, w, h, None)
     } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
         let (w, h) = gif_size(head)?;
-        gif_frames(sniffed.gif, max_pixels)?;
         (ImageFormat::Gif, w, h, None)
     } else if head.len() >= 12 && &head[0..4] == b"RIFF" && &head[8..12] == b"WEBP" {
         let (w, h) = webp_size(head)?;
@@ -153,26 +187,19 @@ pub fn probe(head: &[u8], sniffed: &Sniffed, max_pixels: u64) -> Result<Probe, P
     if pixels > max_pixels {
         return Err(ProbeError::TooManyPixels { pixels, limit: max_pixels });
     }
+    Ok(Header { format, width, height, exif })
+}
 
-    let complete = match (format, &exif) {
-        (ImageFormat::Jpeg, Some((_, sos))) => sniffed.last_jpeg_eoi.is_some_and(|eoi| eoi > *sos as u64),
-        (ImageFormat::Png, _) => memchr::memmem::find(&sniffed.tail, b"IEND").is_some(),
-        (ImageFormat::WebP, _) => {
-            let riff_len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as u64;
-            sniffed.len >= riff_len + 8
-        }
-        _ => true,
-    };
-    if !complete {
-        return Err(ProbeError::Unsupported(format!("the {format:?} file is cut short (incomplete)")));
+impl Header<'_> {
+    fn probe(self) -> Probe {
+        let (orientation, taken_at) = match self.exif {
+            Some((Some(exif), _)) => read_exif(exif),
+            _ => (1, None),
+        };
+        let (width, height) =
+            if (5..=8).contains(&orientation) { (self.height, self.width) } else { (self.width, self.height) };
+        Probe { format: self.format, width, height, orientation, taken_at }
     }
-
-    let (orientation, taken_at) = match exif {
-        Some((Some(exif), _)) => read_exif(exif),
-        _ => (1, None),
-    };
-    let (width, height) = if (5..=8).contains(&orientation) { (height, width) } else { (width, height) };
-    Ok(Probe { format, width, height, orientation, taken_at })
 }
 
 struct JpegHeader<'a> {

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::StreamExt;
@@ -28,11 +29,20 @@ pub enum Op {
 
 /// The switches, kept by the test while the server holds the store.
 #[derive(Clone, Debug, Default)]
-pub struct Switches(Arc<Mutex<HashSet<Op>>>);
+pub struct Switches(Arc<Mutex<HashSet<Op>>>, Arc<Mutex<Duration>>);
 
 impl Switches {
     pub fn fail(&self, ops: &[Op]) {
         self.0.lock().expect("switches").extend(ops.iter().copied());
+    }
+
+    /// Every read waits this long before its bytes come (a slow or far-away store).
+    pub fn slow_reads(&self, delay: Duration) {
+        *self.1.lock().expect("delay") = delay;
+    }
+
+    fn read_delay(&self) -> Duration {
+        *self.1.lock().expect("delay")
     }
 
     pub fn heal(&self) {
@@ -86,6 +96,7 @@ impl ObjectStore for FailingStore {
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         self.switches.check(Op::Read)?;
+        tokio::time::sleep(self.switches.read_delay()).await;
         self.inner.get_opts(location, options).await
     }
 

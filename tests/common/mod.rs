@@ -97,6 +97,8 @@ pub struct Options {
     pub idempotency_retention_s: u64,
     /// `Some(0)`: this instance makes no derivatives.
     pub derivative_workers: Option<usize>,
+    /// How long a derivative worker holds a job before another may take it over.
+    pub derivative_lease_s: u64,
     pub header_timeout_s: u64,
     pub body_idle_timeout_s: u64,
     pub max_connections: Option<usize>,
@@ -123,6 +125,7 @@ impl Default for Options {
             idempotency_lease_s: IDEMPOTENCY_LEASE_S,
             idempotency_retention_s: IDEMPOTENCY_RETENTION_S,
             derivative_workers: None,
+            derivative_lease_s: DERIVATIVE_LEASE_S,
             header_timeout_s: HEADER_TIMEOUT_S,
             body_idle_timeout_s: BODY_IDLE_TIMEOUT_S,
             max_connections: None,
@@ -295,6 +298,7 @@ impl TestApp {
             idempotency_lease_s: options.idempotency_lease_s,
             idempotency_retention_s: options.idempotency_retention_s,
             derivative_workers: options.derivative_workers,
+            derivative_lease: Duration::from_secs(options.derivative_lease_s),
             header_timeout: Duration::from_secs(options.header_timeout_s),
             body_idle_timeout: Duration::from_secs(options.body_idle_timeout_s),
             max_connections: options.max_connections,

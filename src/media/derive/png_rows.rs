@@ -6,10 +6,46 @@
 //! Interlaced (Adam7) files deliver their pixels in seven passes over the whole image; each
 //! pixel still lands in exactly one block, so the blocks' sums are kept until the last pass.
 
-use std::io::Cursor;
+use std::io::{BufRead, Read, Seek, SeekFrom};
 
 use super::budget;
-use super::{DeriveError, Pixels, check_size, undecodable};
+use super::{DeriveError, Original, Pixels, check_size, undecodable};
+
+/// A stream the `png` decoder reads front to back. Its type asks for `Seek`, which it never
+/// uses; a seek anywhere but to the current position is an error, not a buffered file.
+struct Forward<'a> {
+    source: &'a mut dyn BufRead,
+    read: u64,
+}
+
+impl Read for Forward<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.source.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+impl BufRead for Forward<'_> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.source.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.read += amount as u64;
+        self.source.consume(amount);
+    }
+}
+
+impl Seek for Forward<'_> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        match to {
+            SeekFrom::Current(0) => Ok(self.read),
+            SeekFrom::Start(n) if n == self.read => Ok(self.read),
+            _ => Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "the original is read as a stream")),
+        }
+    }
+}
 
 /// Adam7 passes: first column, first row, column step, row step.
 const PASSES: [(u32, u32, u32, u32); 7] =
@@ -18,13 +54,13 @@ const PASSES: [(u32, u32, u32, u32); 7] =
 /// Decodes, reducing by the largest integer factor that keeps the long edge at least
 /// `keep_edge` (no reduction when `keep_edge` is `None` or the image is smaller).
 pub(super) fn decode_png(
-    bytes: &[u8],
+    original: Original<'_>,
     max_pixels: u64,
     keep_edge: Option<u32>,
     budget: u64,
 ) -> Result<Pixels, DeriveError> {
     let limits = png::Limits { bytes: usize::try_from(budget).unwrap_or(usize::MAX) };
-    let mut decoder = png::Decoder::new_with_limits(Cursor::new(bytes), limits);
+    let mut decoder = png::Decoder::new_with_limits(Forward { source: original.source, read: 0 }, limits);
     decoder.set_transformations(png::Transformations::normalize_to_color8());
     let mut reader = decoder.read_info().map_err(undecodable)?;
     let (width, height, interlaced) = {
@@ -304,16 +340,29 @@ mod tests {
         !crc
     }
 
+    fn decode_whole(bytes: &[u8], max_pixels: u64, keep_edge: Option<u32>, budget: u64) -> Result<Pixels, DeriveError> {
+        let mut bytes = bytes;
+        decode_png(Original::whole(&mut bytes), max_pixels, keep_edge, budget)
+    }
+
     #[test]
     fn rows_are_averaged_into_blocks_the_same_way_interlaced_or_not() {
         // 10 × 7 RGB, reduced by 3: blocks of 3×3, 1×3, 3×1 and 1×1 at the edges.
         let data: Vec<u8> = (0..10 * 7 * 3).map(|i| (i * 37 % 251) as u8).collect();
-        let plain =
-            decode_png(&png(10, 7, png::ColorType::Rgb, png::BitDepth::Eight, false, &data), 1 << 20, Some(3), 1 << 20)
-                .unwrap();
-        let adam7 =
-            decode_png(&png(10, 7, png::ColorType::Rgb, png::BitDepth::Eight, true, &data), 1 << 20, Some(3), 1 << 20)
-                .unwrap();
+        let plain = decode_whole(
+            &png(10, 7, png::ColorType::Rgb, png::BitDepth::Eight, false, &data),
+            1 << 20,
+            Some(3),
+            1 << 20,
+        )
+        .unwrap();
+        let adam7 = decode_whole(
+            &png(10, 7, png::ColorType::Rgb, png::BitDepth::Eight, true, &data),
+            1 << 20,
+            Some(3),
+            1 << 20,
+        )
+        .unwrap();
         assert_eq!((plain.width, plain.height, plain.channels), (4, 3, 3));
         assert_eq!(plain.buf, adam7.buf);
         let mean = |xs: &[(usize, usize)], c: usize| {
@@ -330,7 +379,7 @@ mod tests {
         }
         // Unreduced, the interlaced file gives back every pixel.
         let whole =
-            decode_png(&png(10, 7, png::ColorType::Rgb, png::BitDepth::Eight, true, &data), 1 << 20, None, 1 << 20)
+            decode_whole(&png(10, 7, png::ColorType::Rgb, png::BitDepth::Eight, true, &data), 1 << 20, None, 1 << 20)
                 .unwrap();
         assert_eq!(whole.buf, data);
     }
@@ -339,9 +388,13 @@ mod tests {
     fn sixteen_bit_rgba_is_brought_to_eight_bits_on_white() {
         // Opaque red, then fully transparent: red, then white.
         let data = [[0xFF, 0xFF, 0, 0, 0, 0, 0xFF, 0xFF], [0, 0, 0, 0, 0, 0, 0, 0]].concat();
-        let p =
-            decode_png(&png(2, 1, png::ColorType::Rgba, png::BitDepth::Sixteen, false, &data), 1 << 20, None, 1 << 20)
-                .unwrap();
+        let p = decode_whole(
+            &png(2, 1, png::ColorType::Rgba, png::BitDepth::Sixteen, false, &data),
+            1 << 20,
+            None,
+            1 << 20,
+        )
+        .unwrap();
         assert_eq!(p.buf, [255, 0, 0, 255, 255, 255]);
     }
 
@@ -349,7 +402,7 @@ mod tests {
     fn a_reduction_that_would_not_fit_the_budget_is_refused_before_decoding() {
         let data = vec![0u8; 64 * 64];
         let bytes = png(64, 64, png::ColorType::Grayscale, png::BitDepth::Eight, false, &data);
-        assert!(matches!(decode_png(&bytes, 1 << 20, None, 1000), Err(DeriveError::OverBudget { .. })));
-        assert!(decode_png(&bytes, 1 << 20, None, 1 << 20).is_ok());
+        assert!(matches!(decode_whole(&bytes, 1 << 20, None, 1000), Err(DeriveError::OverBudget { .. })));
+        assert!(decode_whole(&bytes, 1 << 20, None, 1 << 20).is_ok());
     }
 }
