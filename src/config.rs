@@ -71,7 +71,7 @@ pub struct ServeArgs {
     pub derivative_workers: Option<usize>,
 
     /// Seconds a worker holds a derivative job before another may take it over (the holder is
-    /// presumed dead).
+    /// presumed dead). A running job renews its lease every third of this.
     #[arg(long, env = "CONFETTI_DERIVATIVE_LEASE_S", default_value_t = defaults::DERIVATIVE_LEASE_S)]
     pub derivative_lease_s: u64,
 

@@ -13,8 +13,9 @@ use super::DeriveError;
 /// Bytes one derivative job's decoder may hold. The decoded pixels are then at most about
 /// 4096 px on their long edge for JPEG and PNG (shrink-on-load), so the resizes, the turn
 /// upright and the encodes that follow add a few tens of MiB. Jobs run on the background
-/// threads (cores − 1 at once), so derivatives need at most (cores − 1) × this, plus the
-/// originals being worked on (each is held whole, up to `max_upload_bytes`).
+/// threads (cores − 1 at once), so derivatives need at most (cores − 1) × this. JPEG and PNG
+/// originals stream through the decoder (64 KiB of read buffer); a GIF or WebP original is
+/// read whole, and counts against this budget.
 pub const MEMORY_BUDGET: u64 = 256 << 20;
 
 /// Refuses a decode needing more than `budget` bytes.
