@@ -5,11 +5,13 @@
 //!
 //! Interlaced (Adam7) files deliver their pixels in seven passes over the whole image; each
 //! pixel still lands in exactly one block, so the blocks' sums are kept until the last pass.
+//!
+//! The iCCP chunk's profile (decompressed by the `png` crate) is handed on with the pixels.
 
 use std::io::Cursor;
 
 use super::budget;
-use super::{DeriveError, Pixels, check_size, undecodable};
+use super::{Decoded, DeriveError, Pixels, check_size, undecodable};
 
 /// Adam7 passes: first column, first row, column step, row step.
 const PASSES: [(u32, u32, u32, u32); 7] =
@@ -22,14 +24,14 @@ pub(super) fn decode_png(
     max_pixels: u64,
     keep_edge: Option<u32>,
     budget: u64,
-) -> Result<Pixels, DeriveError> {
+) -> Result<Decoded, DeriveError> {
     let limits = png::Limits { bytes: usize::try_from(budget).unwrap_or(usize::MAX) };
     let mut decoder = png::Decoder::new_with_limits(Cursor::new(bytes), limits);
     decoder.set_transformations(png::Transformations::normalize_to_color8());
     let mut reader = decoder.read_info().map_err(undecodable)?;
-    let (width, height, interlaced) = {
+    let (width, height, interlaced, icc) = {
         let info = reader.info();
-        (info.width, info.height, info.interlaced)
+        (info.width, info.height, info.interlaced, info.icc_profile.as_ref().map(|icc| icc.to_vec()))
     };
     check_size(width, height, max_pixels)?;
     let (color, depth) = reader.output_color_type();
@@ -86,7 +88,7 @@ pub(super) fn decode_png(
             return Err(undecodable("fewer rows than the header says"));
         }
     }
-    Ok(blocks.finish())
+    Ok((blocks.finish(), icc))
 }
 
 /// The (pass, line) of every row an Adam7 file holds, in order; passes without pixels are
@@ -310,10 +312,12 @@ mod tests {
         let data: Vec<u8> = (0..10 * 7 * 3).map(|i| (i * 37 % 251) as u8).collect();
         let plain =
             decode_png(&png(10, 7, png::ColorType::Rgb, png::BitDepth::Eight, false, &data), 1 << 20, Some(3), 1 << 20)
-                .unwrap();
+                .unwrap()
+                .0;
         let adam7 =
             decode_png(&png(10, 7, png::ColorType::Rgb, png::BitDepth::Eight, true, &data), 1 << 20, Some(3), 1 << 20)
-                .unwrap();
+                .unwrap()
+                .0;
         assert_eq!((plain.width, plain.height, plain.channels), (4, 3, 3));
         assert_eq!(plain.buf, adam7.buf);
         let mean = |xs: &[(usize, usize)], c: usize| {
@@ -331,7 +335,8 @@ mod tests {
         // Unreduced, the interlaced file gives back every pixel.
         let whole =
             decode_png(&png(10, 7, png::ColorType::Rgb, png::BitDepth::Eight, true, &data), 1 << 20, None, 1 << 20)
-                .unwrap();
+                .unwrap()
+                .0;
         assert_eq!(whole.buf, data);
     }
 
@@ -341,7 +346,8 @@ mod tests {
         let data = [[0xFF, 0xFF, 0, 0, 0, 0, 0xFF, 0xFF], [0, 0, 0, 0, 0, 0, 0, 0]].concat();
         let p =
             decode_png(&png(2, 1, png::ColorType::Rgba, png::BitDepth::Sixteen, false, &data), 1 << 20, None, 1 << 20)
-                .unwrap();
+                .unwrap()
+                .0;
         assert_eq!(p.buf, [255, 0, 0, 255, 255, 255]);
     }
 
