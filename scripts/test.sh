@@ -30,6 +30,15 @@ export S3S_FS
 missing=()
 command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# The colour tests read ICC profiles (Adobe RGB, an L* gray, Ghostscript's CMYK) and compare with
+# Little CMS (the lcms2 crate links Debian's liblcms2).
+for pkg_file in colord-data:/usr/share/color/icc/colord/AdobeRGB1998.icc \
+  icc-profiles-free:/usr/share/color/icc/Gray-CIE_L.icc \
+  libgs-common:/usr/share/color/icc/ghostscript/default_cmyk.icc \
+  liblcms2-dev:/usr/include/lcms2.h; do
+  [ -e "${pkg_file#*:}" ] || missing+=("${pkg_file%%:*}")
+done
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 
 echo "== Rust tests (SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"

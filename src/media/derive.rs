@@ -9,7 +9,8 @@
 //! turned upright (after resizing: fewer pixels to move), and the thumb is resized from the
 //! upright preview. A PNG is read row by row and averaged down by an integer factor as it
 //! arrives (`png_rows`), so its full size is never held either. GIF (first frame) and WebP go
-//! through the `image` crate. Transparency is flattened onto white.
+//! through the `image` crate. Transparency is flattened onto white. The decoded pixels are
+//! then converted to sRGB through the ICC profile the original embeds, if any (`colour`).
 //!
 //! Every decode first estimates, from the header, what it will hold (`budget`); an original
 //! needing more than `MEMORY_BUDGET` is refused before its buffers are allocated.
@@ -27,6 +28,7 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 use super::probe::ImageFormat;
 
 mod budget;
+pub mod colour;
 mod png_rows;
 
 pub use budget::MEMORY_BUDGET;
@@ -89,6 +91,7 @@ pub enum Decode {
 /// Where the time of one `derive` went.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Timings {
+    /// The decode and the conversion to sRGB (`colour`).
     pub decode: Duration,
     /// Both resizes, the flattening of transparency and the turn upright.
     pub resize: Duration,
@@ -163,7 +166,7 @@ fn run_within(
         Decode::Full => None,
     };
     // Decoders see untrusted bytes; a panic in one must be a refused photo, not a lost worker.
-    let decoded = catch_unwind(AssertUnwindSafe(|| match format {
+    let (mut decoded, icc) = catch_unwind(AssertUnwindSafe(|| match format {
         ImageFormat::Jpeg => decode_jpeg(original, max_pixels, min_edge, budget),
         // Averaging down to no less than the preview's largest size keeps it as sharp as
         // resizing from the full image would.
@@ -171,6 +174,7 @@ fn run_within(
         ImageFormat::Gif | ImageFormat::WebP => decode_other(original, format, max_pixels, budget),
     }))
     .map_err(|_| DeriveError::Undecodable("the decoder failed on this file".into()))??;
+    colour::to_srgb(&mut decoded, icc.as_deref());
     timings.decode = started.elapsed();
 
     let started = Instant::now();
@@ -199,7 +203,8 @@ fn run_within(
     Ok((derivatives, timings))
 }
 
-/// Decoded pixels: 8-bit gray (1 channel) or RGB (3 channels), rows without padding.
+/// Decoded pixels: 8-bit gray (1 channel) or RGB (3 channels), rows without padding; CMYK
+/// (4 channels, 0 = no ink) only between a decoder and `colour::to_srgb`.
 #[derive(Clone)]
 struct Pixels {
     buf: Vec<u8>,
@@ -230,13 +235,14 @@ fn undecodable(e: impl std::fmt::Display) -> DeriveError {
 }
 
 /// With `min_edge`, decodes at the smallest DCT scale (1/8, 1/4, 1/2, 1) whose long edge is
-/// still at least `min_edge` (or the whole original, when that is smaller).
+/// still at least `min_edge` (or the whole original, when that is smaller). Also returns the
+/// ICC profile of its APP2 segments, joined (`None` when chunks are missing or repeated).
 fn decode_jpeg(
     original: Original<'_>,
     max_pixels: u64,
     min_edge: Option<u32>,
     budget: u64,
-) -> Result<Pixels, DeriveError> {
+) -> Result<Decoded, DeriveError> {
     use jpeg_decoder::PixelFormat;
     let mut decoder = jpeg_decoder::Decoder::new(original.source);
     decoder.read_info().map_err(undecodable)?;
@@ -255,7 +261,7 @@ fn decode_jpeg(
     let (width, height) = (u32::from(width), u32::from(height));
     let pixels = width as usize * height as usize;
     // A progressive JPEG's coefficients are held whole; the output of a CMYK one is
-    // converted into another buffer.
+    // converted into another buffer (`colour::to_srgb`).
     let out_bytes_per_pixel = match info.pixel_format {
         PixelFormat::L8 => 1,
         PixelFormat::L16 => 2,
@@ -273,28 +279,23 @@ fn decode_jpeg(
         PixelFormat::L16 => return Err(undecodable("lossless JPEGs of more than 8 bits are not supported")),
         PixelFormat::RGB24 => (raw, 3),
         // The decoder hands out plain CMYK (Adobe's inverted storage already undone).
-        PixelFormat::CMYK32 => (
-            raw.chunks_exact(4)
-                .flat_map(|p| {
-                    let k = 255 - u32::from(p[3]);
-                    [p[0], p[1], p[2]].map(|c| ((255 - u32::from(c)) * k / 255) as u8)
-                })
-                .collect(),
-            3,
-        ),
+        PixelFormat::CMYK32 => (raw, 4),
     };
     if buf.len() != pixels * channels {
         return Err(undecodable("the decoded pixels do not match the frame size"));
     }
-    Ok(Pixels { buf, width, height, channels })
+    Ok((Pixels { buf, width, height, channels }, decoder.icc_profile()))
 }
+
+/// What a decoder hands on: its pixels and the ICC profile the original embeds, if any.
+type Decoded = (Pixels, Option<Vec<u8>>);
 
 fn decode_other(
     original: Original<'_>,
     format: ImageFormat,
     max_pixels: u64,
     budget: u64,
-) -> Result<Pixels, DeriveError> {
+) -> Result<Decoded, DeriveError> {
     use image::ImageDecoder;
     // These decoders need the whole file; it counts against the budget like their buffers.
     let mut bytes = Vec::new();
@@ -326,6 +327,8 @@ fn decode_other(
     let mut limits = image::Limits::default();
     limits.max_alloc = Some((budget - held).max(1));
     decoder.set_limits(limits).map_err(undecodable)?;
+    // WebP's ICCP chunk; GIF has none. A profile that cannot be read is only a lost profile.
+    let icc = decoder.icc_profile().ok().flatten();
     let image = image::DynamicImage::from_decoder(decoder).map_err(undecodable)?;
     let color = image.color();
     let (buf, channels) = match (color.has_color(), color.has_alpha()) {
@@ -334,7 +337,7 @@ fn decode_other(
         (true, false) => (image.into_rgb8().into_raw(), 3),
         (false, false) => (image.into_luma8().into_raw(), 1),
     };
-    Ok(Pixels { buf, width, height, channels })
+    Ok((Pixels { buf, width, height, channels }, icc))
 }
 
 /// Composites pixels whose last channel is alpha onto white, dropping the alpha channel.

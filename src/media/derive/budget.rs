@@ -12,10 +12,12 @@ use super::DeriveError;
 
 /// Bytes one derivative job's decoder may hold. The decoded pixels are then at most about
 /// 4096 px on their long edge for JPEG and PNG (shrink-on-load), so the resizes, the turn
-/// upright and the encodes that follow add a few tens of MiB. Jobs run on the background
-/// threads (cores − 1 at once), so derivatives need at most (cores − 1) × this. JPEG and PNG
-/// originals stream through the decoder (64 KiB of read buffer); a GIF or WebP original is
-/// read whole, and counts against this budget.
+/// upright and the encodes that follow add a few tens of MiB. The conversion to sRGB
+/// (`colour`) adds no buffer per pixel: RGB and gray change in place, CMYK becomes the RGB
+/// buffer counted with the decode; its tables are fixed in size (about 1 MiB at most).
+/// Jobs run on the background threads (cores − 1 at once), so derivatives need at most
+/// (cores − 1) × this. JPEG and PNG originals stream through the decoder (64 KiB of read
+/// buffer); a GIF or WebP original is read whole, and counts against this budget.
 pub const MEMORY_BUDGET: u64 = 256 << 20;
 
 /// Refuses a decode needing more than `budget` bytes.

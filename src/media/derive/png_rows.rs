@@ -5,11 +5,13 @@
 //!
 //! Interlaced (Adam7) files deliver their pixels in seven passes over the whole image; each
 //! pixel still lands in exactly one block, so the blocks' sums are kept until the last pass.
+//!
+//! The iCCP chunk's profile (decompressed by the `png` crate) is handed on with the pixels.
 
 use std::io::{BufRead, Read, Seek, SeekFrom};
 
 use super::budget;
-use super::{DeriveError, Original, Pixels, check_size, undecodable};
+use super::{Decoded, DeriveError, Original, Pixels, check_size, undecodable};
 
 /// A stream the `png` decoder reads front to back. Its type asks for `Seek`, which it never
 /// uses; a seek anywhere but to the current position is an error, not a buffered file.
@@ -58,14 +60,14 @@ pub(super) fn decode_png(
     max_pixels: u64,
     keep_edge: Option<u32>,
     budget: u64,
-) -> Result<Pixels, DeriveError> {
+) -> Result<Decoded, DeriveError> {
     let limits = png::Limits { bytes: usize::try_from(budget).unwrap_or(usize::MAX) };
     let mut decoder = png::Decoder::new_with_limits(Forward { source: original.source, read: 0 }, limits);
     decoder.set_transformations(png::Transformations::normalize_to_color8());
     let mut reader = decoder.read_info().map_err(undecodable)?;
-    let (width, height, interlaced) = {
+    let (width, height, interlaced, icc) = {
         let info = reader.info();
-        (info.width, info.height, info.interlaced)
+        (info.width, info.height, info.interlaced, info.icc_profile.as_ref().map(|icc| icc.to_vec()))
     };
     check_size(width, height, max_pixels)?;
     let (color, depth) = reader.output_color_type();
@@ -122,7 +124,7 @@ pub(super) fn decode_png(
             return Err(undecodable("fewer rows than the header says"));
         }
     }
-    Ok(blocks.finish())
+    Ok((blocks.finish(), icc))
 }
 
 /// The (pass, line) of every row an Adam7 file holds, in order; passes without pixels are
@@ -342,7 +344,7 @@ mod tests {
 
     fn decode_whole(bytes: &[u8], max_pixels: u64, keep_edge: Option<u32>, budget: u64) -> Result<Pixels, DeriveError> {
         let mut bytes = bytes;
-        decode_png(Original::whole(&mut bytes), max_pixels, keep_edge, budget)
+        decode_png(Original::whole(&mut bytes), max_pixels, keep_edge, budget).map(|(pixels, _)| pixels)
     }
 
     #[test]
