@@ -134,6 +134,7 @@ const UPLOAD_KEYS: &[&str] = &[
     "liked_by_me",
     "comments",
     "urls",
+    "placeholder",
 ];
 
 /// The node a local `$ref` (`#/a/b`) points to.
