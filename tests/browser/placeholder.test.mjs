@@ -32,12 +32,18 @@ for (const backend of backends()) {
           await route.fulfill({ response });
         });
         await join(page, event, 'Ben');
-        const img = page.locator(`[data-testid=gallery] .tile[data-upload-id="${id}"] img`);
-        await img.waitFor();
-        assert.equal(await img.getAttribute('data-placeholder'), 'drawn');
-        const background = await img.evaluate((el) => getComputedStyle(el).backgroundImage);
+        const selector = `[data-testid=gallery] .tile[data-upload-id="${id}"] img`;
+        const img = page.locator(selector);
+        // Read in one go: the live stream may draw the tile again meanwhile.
+        const drawn = await (await page.waitForFunction((sel) => {
+          const el = document.querySelector(sel);
+          const background = el && el.isConnected ? getComputedStyle(el).backgroundImage : '';
+          return background.startsWith('url(') ? { background, state: el.dataset.placeholder, width: el.naturalWidth } : null;
+        }, selector)).jsonValue();
+        const { background } = drawn;
+        assert.equal(drawn.state, 'drawn');
         assert.match(background, /^url\("data:image\/png;base64,/, 'the decoded placeholder is the tile\'s background');
-        assert.equal(await img.evaluate((el) => el.naturalWidth), 0, 'the thumb has not arrived yet');
+        assert.equal(drawn.width, 0, 'the thumb has not arrived yet');
         // The placeholder's pixels are the photo's colours, not one flat colour.
         const colours = await page.evaluate(async (url) => {
           const image = new Image();

@@ -23,12 +23,15 @@ pub struct WebpChoice {
     pub preview: WebpSettings,
 }
 
-/// Chosen with `examples/bench_thumbs.rs` on 50 photos: the lowest quality whose thumbs' SSIM
-/// (luma, Gaussian 11×11, against a Lanczos3 downscale of the full decode) is at least the
-/// JPEG thumbs' (quality 78), median and mean; the preview keeps the same margin over its JPEG
-/// (quality 82). Method 4 is libwebp's default: 5 and 6 cost far more time for a few percent.
+/// Chosen with `examples/bench_thumbs.rs` on 50 photos (docs/benchmarks.md, "Lighter
+/// galleries"). Thumb: quality 78, the lowest measured whose SSIM (luma, Gaussian 11×11, against a
+/// Lanczos3 downscale of the full decode) is at least the JPEG thumbs' (quality 78), median and
+/// mean — 75% of their bytes; method 4 (libwebp's default) costs about 13 ms a thumb. Preview:
+/// method 0, because the whole derivative job has to stay fast (method 4 took 380 ms a
+/// 2000×1500 preview, method 0 60 ms, on a busy machine); quality 88 then gives 88% of the JPEG's
+/// bytes at a slightly lower SSIM (0.985 against 0.993).
 pub const WEBP: WebpChoice =
-    WebpChoice { thumb: WebpSettings { quality: 75.0, method: 4 }, preview: WebpSettings { quality: 80.0, method: 4 } };
+    WebpChoice { thumb: WebpSettings { quality: 78.0, method: 4 }, preview: WebpSettings { quality: 88.0, method: 0 } };
 
 /// Encodes upright pixels (gray or RGB) as a lossy WebP file without metadata.
 pub(super) fn encode(p: &Pixels, settings: WebpSettings) -> Result<Encoded, DeriveError> {
