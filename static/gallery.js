@@ -5,7 +5,7 @@
 // drawn from the copy in this page's upload queue, anyone else's as a calm placeholder; the
 // thumbnail takes its place when the live stream (or a re-read) says it exists.
 
-import { h, api, ApiError, thumbUrl, STATUS, REVIEW } from './util.js';
+import { h, api, ApiError, thumbUrl, withPlaceholder, STATUS, REVIEW } from './util.js';
 import { t, onLangChange } from './i18n.js';
 import { Lightbox } from './lightbox.js';
 
@@ -231,14 +231,15 @@ export class Gallery {
   }
 
   /**
-   * What a tile draws: the thumbnail; before it exists the local copy (`data-picture=local`) or
-   * a neutral placeholder (`data-picture=placeholder`), which breathes while the photo is being
-   * processed. Never the original.
+   * What a tile draws: the thumbnail, over the Upload's placeholder until it has loaded; before it
+   * exists the local copy (`data-picture=local`) or a neutral placeholder
+   * (`data-picture=placeholder`), which breathes while the photo is being processed. Never the
+   * original.
    */
   picture(u) {
     const thumb = thumbUrl(u);
     const placeholder = () => h('span', { class: 'tile-placeholder', 'data-testid': 'tile-placeholder', 'aria-hidden': 'true' });
-    if (thumb) return { kind: 'thumb', el: h('img', { src: thumb, alt: '', loading: 'lazy', decoding: 'async', width: u.width || undefined, height: u.height || undefined }) };
+    if (thumb) return { kind: 'thumb', el: withPlaceholder(h('img', { src: thumb, alt: '', loading: 'lazy', decoding: 'async', width: u.width || undefined, height: u.height || undefined }), u) };
     const local = u.status === STATUS.FAILED ? null : this.localUrl(u);
     if (!local) return { kind: 'placeholder', el: placeholder() };
     const img = h('img', { class: 'tile-local', src: local, alt: '', decoding: 'async' });

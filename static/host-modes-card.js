@@ -3,7 +3,7 @@
 // Approve all. Approving goes through the API's PATCH, which makes the photo appear for
 // everyone, live.
 
-import { h, api, ApiError, thumbUrl, REVIEW, STATUS } from './util.js';
+import { h, api, ApiError, thumbUrl, withPlaceholder, REVIEW, STATUS } from './util.js';
 import { t, onLangChange, formatWhen } from './i18n.js';
 import { errorText } from './messages.js';
 
@@ -208,7 +208,7 @@ export class PendingList {
         return h(
           'li',
           { class: 'pending-item', 'data-upload-id': u.id },
-          thumb ? h('img', { src: thumb, alt: '', loading: 'lazy', width: 64, height: 64 }) : h('span', { class: 'tile-placeholder', 'aria-hidden': 'true' }),
+          thumb ? withPlaceholder(h('img', { src: thumb, alt: '', loading: 'lazy', width: 64, height: 64 }), u) : h('span', { class: 'tile-placeholder', 'aria-hidden': 'true' }),
           h('span', { class: 'pending-by' }, u.guest?.display_name ?? ''),
           button,
         );

@@ -4,7 +4,7 @@
 // gallery's photos. Opening pushes a history entry, so a phone's Back button closes the photo
 // instead of leaving the event; closing it any other way takes that entry back.
 
-import { h, api, previewUrl, STATUS, REVIEW } from './util.js';
+import { h, api, previewUrl, withPlaceholder, STATUS, REVIEW } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
 import { MessageArea, errorText } from './messages.js';
 import { hideButton, approveButton, deleteButton, offerUndo } from './moderation.js';
@@ -153,7 +153,8 @@ export class Lightbox {
       return h('div', { class: ['lightbox-picture', 'lightbox-placeholder', enter].filter(Boolean).join(' '), 'data-picture': kind, role: 'img', 'aria-label': t('photo_processing') },
         h('span', { class: 'lightbox-placeholder-text' }, t('photo_processing')));
     }
-    return h('img', { class: ['lightbox-picture', 'lightbox-img', enter].filter(Boolean).join(' '), 'data-picture': kind, src, alt: u.caption || u.filename, draggable: 'false' });
+    const img = h('img', { class: ['lightbox-picture', 'lightbox-img', enter].filter(Boolean).join(' '), 'data-picture': kind, src, alt: u.caption || u.filename, draggable: 'false' });
+    return kind === 'preview' ? withPlaceholder(img, u, 'contain') : img;
   }
 
   /** Previous and next show only where there is a photo to go to. */

@@ -103,8 +103,6 @@ const UPLOAD: (&str, &str) = ("post", "/api/v1/events/{slug}/uploads");
 
 /// Answers that are not JSON, with their media type.
 const NON_JSON_ANSWERS: &[(&str, &str, &str, &str)] = &[
-    ("get", "/api/v1/uploads/{id}/thumb", "200", "image/jpeg"),
-    ("get", "/api/v1/uploads/{id}/preview", "200", "image/jpeg"),
     ("get", "/api/v1/events/{slug}/export.zip", "200", "application/zip"),
     ("get", "/api/v1/events/{slug}/live", "200", "text/event-stream"),
 ];
@@ -134,6 +132,7 @@ const UPLOAD_KEYS: &[&str] = &[
     "liked_by_me",
     "comments",
     "urls",
+    "placeholder",
 ];
 
 /// The node a local `$ref` (`#/a/b`) points to.
@@ -447,6 +446,15 @@ fn the_non_json_answers_say_their_media_type(served: &Served) {
         let path = format!("/api/v1/uploads/{{id}}/{kind}");
         let responses = &doc["paths"][path.as_str()]["get"]["responses"];
         assert!(responses["304"].is_object(), "get {path}: If-None-Match gives 304");
+        let content = responses["200"]["content"].as_object().unwrap_or_else(|| panic!("get {path} 200: content"));
+        assert_eq!(
+            content.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+            BTreeSet::from(["image/webp", "image/jpeg"]),
+            "get {path} 200: WebP or JPEG by Accept"
+        );
+        for status in ["200", "304"] {
+            assert!(responses[status]["headers"]["Vary"].is_object(), "get {path} {status}: Vary");
+        }
         assert!(responses["200"]["headers"]["ETag"].is_object(), "get {path} 200: ETag");
         assert!(responses["200"]["headers"]["Cache-Control"].is_object(), "get {path} 200: Cache-Control");
         assert!(

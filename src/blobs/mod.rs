@@ -49,17 +49,34 @@ pub enum BlobKey {
         event_id: Uuid,
         upload_id: Uuid,
     },
+    /// The same derivatives as WebP. Uploads derived before WebP was made have none (their row
+    /// says so: `UploadRow::webp`).
+    ThumbWebp {
+        event_id: Uuid,
+        upload_id: Uuid,
+    },
+    PreviewWebp {
+        event_id: Uuid,
+        upload_id: Uuid,
+    },
 }
 
 const TEMP_DIR: &str = "tmp";
 
 impl BlobKey {
-    /// Every blob a committed upload can have: its original and both derivatives.
-    pub fn all_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 3] {
+    /// Every blob a committed upload can have: its original and its derivatives.
+    pub fn all_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 5] {
+        let [thumb, preview, thumb_webp, preview_webp] = Self::derivatives_for(event_id, upload_id);
+        [BlobKey::Original { event_id, upload_id }, thumb, preview, thumb_webp, preview_webp]
+    }
+
+    /// Every derivative an upload can have, in each format.
+    pub fn derivatives_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 4] {
         [
-            BlobKey::Original { event_id, upload_id },
             BlobKey::Thumb { event_id, upload_id },
             BlobKey::Preview { event_id, upload_id },
+            BlobKey::ThumbWebp { event_id, upload_id },
+            BlobKey::PreviewWebp { event_id, upload_id },
         ]
     }
 
@@ -75,6 +92,8 @@ impl BlobKey {
                 match parts[3].as_ref() {
                     "thumb.jpg" => Some(BlobKey::Thumb { event_id, upload_id }),
                     "preview.jpg" => Some(BlobKey::Preview { event_id, upload_id }),
+                    "thumb.webp" => Some(BlobKey::ThumbWebp { event_id, upload_id }),
+                    "preview.webp" => Some(BlobKey::PreviewWebp { event_id, upload_id }),
                     _ => None,
                 }
             }
@@ -88,7 +107,9 @@ impl BlobKey {
             BlobKey::Temp(_) => None,
             BlobKey::Original { event_id, upload_id }
             | BlobKey::Thumb { event_id, upload_id }
-            | BlobKey::Preview { event_id, upload_id } => Some((event_id, upload_id)),
+            | BlobKey::Preview { event_id, upload_id }
+            | BlobKey::ThumbWebp { event_id, upload_id }
+            | BlobKey::PreviewWebp { event_id, upload_id } => Some((event_id, upload_id)),
         }
     }
 
@@ -101,6 +122,12 @@ impl BlobKey {
             }
             BlobKey::Preview { event_id, upload_id } => {
                 Path::from(format!("derivatives/{event_id}/{upload_id}/preview.jpg"))
+            }
+            BlobKey::ThumbWebp { event_id, upload_id } => {
+                Path::from(format!("derivatives/{event_id}/{upload_id}/thumb.webp"))
+            }
+            BlobKey::PreviewWebp { event_id, upload_id } => {
+                Path::from(format!("derivatives/{event_id}/{upload_id}/preview.webp"))
             }
         }
     }

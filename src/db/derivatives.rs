@@ -16,6 +16,16 @@ pub struct ClaimedJob {
     pub claim: Uuid,
 }
 
+/// What a job made beside the JPEGs, recorded with the status: read with the upload, it says
+/// which formats may be served and what the page draws while the thumb loads.
+#[derive(Clone, Debug, Default)]
+pub struct Made {
+    /// The WebP thumb and preview are stored.
+    pub webp: bool,
+    /// The thumb's ThumbHash.
+    pub placeholder: Option<Vec<u8>>,
+}
+
 /// The upload a finished job was for, as it is at that moment.
 #[derive(Clone, Copy, Debug, sqlx::FromRow)]
 pub struct Finished {
@@ -41,13 +51,14 @@ impl Tx {
     }
 
     /// Ends the job held under `claim`, setting the upload's status (a deleted upload keeps
-    /// its own). `None` when the lease was lost to another worker meanwhile (the caller rolls
+    /// its own) and what was made beside the JPEGs. `None` when the lease was lost to another worker meanwhile (the caller rolls
     /// back; the other worker decides). The row stays locked until commit, so a concurrent
     /// hide or delete is ordered after this, in the live feed too.
     pub async fn finish_derivative_job(
         &mut self,
         job: &ClaimedJob,
         status: UploadStatus,
+        made: &Made,
     ) -> sqlx::Result<Option<Finished>> {
         let deleted = on_tx!(self, tx => sqlx::query("DELETE FROM derivative_jobs WHERE upload_id = $1 AND claim = $2")
             .bind(job.upload_id)
@@ -59,11 +70,15 @@ impl Tx {
             return Ok(None);
         }
         on_tx!(self, tx => sqlx::query_as(
-            "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN $2 ELSE status END WHERE id = $1
+            "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN $2 ELSE status END,
+                                webp_derivatives = $3, placeholder = $4
+             WHERE id = $1
              RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
         )
         .bind(job.upload_id)
         .bind(status.as_str())
+        .bind(made.webp)
+        .bind(made.placeholder.as_deref())
         .fetch_optional(&mut **tx)
         .await)
     }

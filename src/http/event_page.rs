@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::media::send_derivative;
+use super::media::{Representation, Vary, send_derivative};
 use super::openapi::{SlugParam, refusals, schemas};
 use super::views::cover_url;
 use crate::blobs::BlobKey;
@@ -177,7 +177,8 @@ async fn cover(State(state): State<AppState>, Path(slug): Path<String>, headers:
     let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
     let upload_id = event.page.cover_upload_id.ok_or(ApiError::NotFound)?;
     let key = BlobKey::Preview { event_id: event.id, upload_id };
-    send_derivative(&state, key, &format!("\"{upload_id}-preview\""), &headers, COVER_CACHE).await
+    let jpeg = Representation { key, etag: format!("\"{upload_id}-preview\""), content_type: "image/jpeg" };
+    send_derivative(&state, &jpeg, &headers, COVER_CACHE, Vary::Nothing).await
 }
 
 refusals!(GetCoverRefusals {

@@ -1,7 +1,13 @@
 //! Media bytes: an upload's original and its derivatives, to whoever may see the upload, by
 //! cookie as well as by bearer token (an `<img>` sends only cookies). Content never changes
 //! under a URL, so it is cached for a year; the original is validated by its SHA-256 and
-//! served in ranges, a derivative (made once per upload) by its upload id and kind.
+//! served in ranges, a derivative (made once per upload) by its upload id, kind and format.
+//!
+//! A derivative is WebP or JPEG by the request's `Accept` (`negotiate`), so both answers say
+//! `Vary: Accept`, and each format has its own `ETag`. `Cache-Control` stays `private,
+//! immutable`: a browser keys its cache by URL and keeps the `Vary`, so an `<img>` (which lists
+//! WebP) and a `fetch()` (which sends `*/*`) of the same URL get each their own answer, and a
+//! shared cache is not allowed to store either.
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -13,6 +19,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::Viewer;
+use super::negotiate::prefers_webp;
 use super::openapi::{UploadIdParam, refusals, schemas};
 use super::uploads::visible_upload;
 use crate::blobs::BlobKey;
@@ -24,6 +31,14 @@ const CACHE_FOREVER: &str = "private, max-age=31536000, immutable";
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(original)).routes(routes!(thumb)).routes(routes!(preview))
+}
+
+/// One stored form of a derivative and how it is labelled.
+pub(super) struct Representation {
+    pub key: BlobKey,
+    /// Quoted.
+    pub etag: String,
+    pub content_type: &'static str,
 }
 
 fn not_modified(headers: &HeaderMap, etag: &str, cache_control: &'static str) -> Option<Response> {
@@ -64,11 +79,16 @@ fn none_match_lists(field: &[u8], current: &[u8]) -> bool {
 
 /// The thumb's bytes
 ///
-/// A JPEG 400 px on its long edge (the contract allows 320–512; a smaller original is not enlarged), pixels turned
-/// upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie as well
+/// A WebP or a JPEG (by `Accept`, below) 400 px on its long edge (the contract allows 320–512; a smaller original is
+/// not enlarged), pixels turned upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie as well
 /// as by bearer token (an `<img>` sends only cookies). 404 until it is made: use `urls.thumb` of the Upload, which
 /// is null until then (and stays null when processing `failed`). Made once per upload, it never changes: cached for
-/// a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file).
+/// a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file). Both formats answer with
+/// `Vary: Accept` and each has its own `ETag`.
+///
+/// WebP when the request's `Accept` lists `image/webp` with a weight (`q`) above 0 and at least JPEG's (`image/jpeg`,
+/// else `image/*`, else `*/*`); otherwise JPEG. A wildcard alone (`*/*`, `image/*`) does not mean WebP. Photos whose
+/// derivatives were made before WebP existed are JPEG whatever `Accept` says.
 #[utoipa::path(
     get,
     path = "/api/v1/uploads/{id}/thumb",
@@ -77,8 +97,8 @@ fn none_match_lists(field: &[u8], current: &[u8]) -> bool {
     security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
     params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too.")),
     responses(
-        (status = 200, description = "The thumb.", content_type = "image/jpeg", body = inline(schemas::Jpeg), headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` or `\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
-        (status = 304, description = "`If-None-Match` matched: no body.", headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` or `\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
+        (status = 200, description = "The thumb: WebP or JPEG by `Accept`.", content((inline(schemas::Webp) = "image/webp"), (inline(schemas::Jpeg) = "image/jpeg")), headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`: WebP or JPEG by the request's `Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` for the JPEG, `\"{upload id}-thumb-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
+        (status = 304, description = "`If-None-Match` matched the `ETag` of the format `Accept` selects: no body.", headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` for the JPEG, `\"{upload id}-thumb-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
         GetThumbRefusals,
     ),
 )]
@@ -88,11 +108,16 @@ async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers
 
 /// The preview's bytes
 ///
-/// A JPEG 1600–2048 px on its long edge (never larger than the original: a smaller original keeps its size), pixels
-/// turned upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie
+/// A WebP or a JPEG (by `Accept`, below) 1600–2048 px on its long edge (never larger than the original: a smaller
+/// original keeps its size), pixels turned upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie
 /// as well as by bearer token (an `<img>` sends only cookies). 404 until it is made: use `urls.preview` of the
 /// Upload, which is null until then (and stays null when processing `failed`). Made once per upload, it never
-/// changes: cached for a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file).
+/// changes: cached for a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file). Both
+/// formats answer with `Vary: Accept` and each has its own `ETag`.
+///
+/// WebP when the request's `Accept` lists `image/webp` with a weight (`q`) above 0 and at least JPEG's (`image/jpeg`,
+/// else `image/*`, else `*/*`); otherwise JPEG. A wildcard alone (`*/*`, `image/*`) does not mean WebP. Photos whose
+/// derivatives were made before WebP existed are JPEG whatever `Accept` says.
 #[utoipa::path(
     get,
     path = "/api/v1/uploads/{id}/preview",
@@ -101,8 +126,8 @@ async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers
     security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
     params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too.")),
     responses(
-        (status = 200, description = "The preview.", content_type = "image/jpeg", body = inline(schemas::Jpeg), headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` or `\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
-        (status = 304, description = "`If-None-Match` matched: no body.", headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` or `\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
+        (status = 200, description = "The preview: WebP or JPEG by `Accept`.", content((inline(schemas::Webp) = "image/webp"), (inline(schemas::Jpeg) = "image/jpeg")), headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`: WebP or JPEG by the request's `Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"` for the JPEG, `\"{upload id}-preview-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
+        (status = 304, description = "`If-None-Match` matched the `ETag` of the format `Accept` selects: no body.", headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"` for the JPEG, `\"{upload id}-preview-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
         GetPreviewRefusals,
     ),
 )]
@@ -130,33 +155,70 @@ async fn derivative(
         return Err(ApiError::NotFound);
     }
     let (event_id, upload_id) = (row.event_id, row.id);
-    let (key, name) = match kind {
-        Derivative::Thumb => (BlobKey::Thumb { event_id, upload_id }, "thumb"),
-        Derivative::Preview => (BlobKey::Preview { event_id, upload_id }, "preview"),
+    let (jpeg, webp, name) = match kind {
+        Derivative::Thumb => {
+            (BlobKey::Thumb { event_id, upload_id }, BlobKey::ThumbWebp { event_id, upload_id }, "thumb")
+        }
+        Derivative::Preview => {
+            (BlobKey::Preview { event_id, upload_id }, BlobKey::PreviewWebp { event_id, upload_id }, "preview")
+        }
     };
-    send_derivative(&state, key, &format!("\"{upload_id}-{name}\""), &headers, CACHE_FOREVER).await
+    // Uploads derived before WebP existed have JPEG only; so does one whose WebP is missing
+    // from the store for whatever reason: JPEG then, never a 404.
+    if row.webp_derivatives && prefers_webp(&headers) {
+        let webp =
+            Representation { key: webp, etag: format!("\"{upload_id}-{name}-webp\""), content_type: "image/webp" };
+        match send_derivative(&state, &webp, &headers, CACHE_FOREVER, Vary::Accept).await {
+            Err(ApiError::NotFound) => tracing::warn!(%upload_id, name, "the WebP derivative is missing; JPEG sent"),
+            other => return other,
+        }
+    }
+    let jpeg = Representation { key: jpeg, etag: format!("\"{upload_id}-{name}\""), content_type: "image/jpeg" };
+    send_derivative(&state, &jpeg, &headers, CACHE_FOREVER, Vary::Accept).await
 }
 
-/// A derivative's bytes under `etag` (304 when `If-None-Match` matches it), cached as
+/// Whether an answer depends on the request's `Accept`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Vary {
+    Nothing,
+    Accept,
+}
+
+/// A derivative's bytes under its `ETag` (304 when `If-None-Match` matches it), cached as
 /// `cache_control` says; 404 when the store does not hold it.
 pub(super) async fn send_derivative(
     state: &AppState,
-    key: BlobKey,
-    etag: &str,
+    representation: &Representation,
     headers: &HeaderMap,
     cache_control: &'static str,
+    vary: Vary,
 ) -> ApiResult<Response> {
-    if let Some(response) = not_modified(headers, etag, cache_control) {
-        return Ok(response);
-    }
-    let blob = match state.blobs.get(key, None).await {
-        Err(object_store::Error::NotFound { .. }) => return Err(ApiError::NotFound),
-        other => other?,
+    let etag = representation.etag.as_str();
+    let mut response = match not_modified(headers, etag, cache_control) {
+        Some(response) => response,
+        None => {
+            let blob = match state.blobs.get(representation.key, None).await {
+                Err(object_store::Error::NotFound { .. }) => return Err(ApiError::NotFound),
+                other => other?,
+            };
+            representation_response(blob, representation, cache_control)?
+        }
     };
-    let len = blob.meta.size;
+    if vary == Vary::Accept {
+        response.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+    }
+    Ok(response)
+}
+
+fn representation_response(
+    blob: object_store::GetResult,
+    representation: &Representation,
+    cache_control: &'static str,
+) -> ApiResult<Response> {
+    let (etag, len) = (representation.etag.as_str(), blob.meta.size);
     let mut response = Response::new(Body::from_stream(blob.into_stream()));
     let h = response.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/jpeg"));
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(representation.content_type));
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
     h.insert(header::ETAG, HeaderValue::from_str(etag).map_err(anyhow::Error::from)?);

@@ -19,6 +19,7 @@ pub mod idempotency;
 pub mod live;
 pub mod media;
 pub mod multipart;
+pub mod negotiate;
 pub mod openapi;
 pub mod organiser;
 pub mod pages;

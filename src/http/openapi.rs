@@ -237,8 +237,12 @@ pub mod schemas {
         Sha256ETag => string(|s| s.pattern(Some("^\"[0-9a-f]{64}\"$")))
     );
     custom_schema!(
-        /// A derivative's tag: its upload's id and its kind.
-        DerivativeETag => string(|s| s.pattern(Some("^\"[0-9a-f-]{36}-(thumb|preview)\"$")))
+        /// A derivative's tag: its upload's id, its kind, and `-webp` for the WebP form.
+        DerivativeETag => string(|s| s.pattern(Some("^\"[0-9a-f-]{36}-(thumb|preview)(-webp)?\"$")))
+    );
+    custom_schema!(
+        /// `Accept`: the answer depends on the request's `Accept` header.
+        VaryAccept => ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["Accept"])).into()
     );
     custom_schema!(
         /// Cached for a year, by the browser only, never revalidated.
@@ -307,6 +311,10 @@ pub mod schemas {
     custom_schema!(
         /// A JPEG the server made.
         Jpeg => bytes("image/jpeg")
+    );
+    custom_schema!(
+        /// A WebP the server made.
+        Webp => bytes("image/webp")
     );
 
     const METRICS_EXAMPLE: &str = "# HELP confetti_idempotency_executions_total writes that claimed a key and ran\n# TYPE confetti_idempotency_executions_total counter\nconfetti_idempotency_executions_total 0\n# HELP confetti_idempotency_replays_total recorded answers replayed\n# TYPE confetti_idempotency_replays_total counter\nconfetti_idempotency_replays_total 0\n# HELP confetti_idempotency_mismatches_total keys reused with another request (422)\n# TYPE confetti_idempotency_mismatches_total counter\nconfetti_idempotency_mismatches_total 0\n# HELP confetti_idempotency_in_flight_total attempts answered 409 while the key was held\n# TYPE confetti_idempotency_in_flight_total counter\nconfetti_idempotency_in_flight_total 0\n# HELP confetti_idempotency_takeovers_total claims taken over after their lease expired\n# TYPE confetti_idempotency_takeovers_total counter\nconfetti_idempotency_takeovers_total 0\n# HELP confetti_idempotency_released_total keys released after a refusal or failure\n# TYPE confetti_idempotency_released_total counter\nconfetti_idempotency_released_total 0\n# HELP confetti_idempotency_swept_total completed keys forgotten after the retention\n# TYPE confetti_idempotency_swept_total counter\nconfetti_idempotency_swept_total 0\n";

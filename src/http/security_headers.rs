@@ -5,7 +5,8 @@
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
 
-/// `img-src blob:` shows a queued photo before it is sent; `data:` nothing else needs, but
+/// `img-src blob:` shows a queued photo before it is sent; `data:` carries the placeholders the
+/// page decodes from each Upload's ThumbHash (a small PNG drawn behind a loading thumb), and
 /// browsers' own UI (broken-image icons) uses it. `connect-src 'self'` covers the API and the
 /// live event stream.
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; \

@@ -1,5 +1,7 @@
 //! The JSON shapes of the contract (API.md): what a client sees of events and uploads.
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use chrono::Utc;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -139,12 +141,12 @@ pub struct UploadUrls {
     /// `/api/v1/uploads/{id}/original`.
     #[schema(examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/original"))]
     pub original: String,
-    /// `/api/v1/uploads/{id}/preview`: a JPEG 1600–2048 px on its long edge (never larger than the original: a
+    /// `/api/v1/uploads/{id}/preview`: a WebP (to clients whose `Accept` lists `image/webp`) or a JPEG 1600–2048 px on its long edge (never larger than the original: a
     /// smaller original keeps its size), pixels turned upright, without any EXIF. Null until it exists: set once
     /// the upload is `ready` (and kept while it is hidden); stays null when processing `failed`.
     #[schema(required = true, examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/preview"))]
     pub preview: Option<String>,
-    /// `/api/v1/uploads/{id}/thumb`: a JPEG 400 px on its long edge (the contract allows 320–512; a smaller
+    /// `/api/v1/uploads/{id}/thumb`: a WebP (to clients whose `Accept` lists `image/webp`) or a JPEG 400 px on its long edge (the contract allows 320–512; a smaller
     /// original is not enlarged), pixels turned upright, without any EXIF. Null until it exists: set once the
     /// upload is `ready` (and kept while it is hidden); stays null when processing `failed`.
     #[schema(required = true, examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/thumb"))]
@@ -202,6 +204,12 @@ pub struct UploadJson {
     #[schema(minimum = 0)]
     pub comments: i64,
     pub urls: UploadUrls,
+    /// A ThumbHash (https://evanw.github.io/thumbhash/) of the thumb, base64 with padding (about 25 bytes, 36
+    /// characters): a page decodes it into a blurred picture of the photo at its aspect ratio and draws it while the
+    /// thumb loads. Null until the derivatives are made (set with `ready`, kept while hidden), when processing
+    /// `failed`, and for photos whose derivatives were made before placeholders existed.
+    #[schema(required = true, format = Byte, min_length = 8, max_length = 88, examples("3OcRJYB4d3h/iIeHeEh3eIhw+j2w"))]
+    pub placeholder: Option<String>,
 }
 
 /// `status`: the processing states, and `hidden` over them.
@@ -251,6 +259,7 @@ impl UploadJson {
                 preview: ready.then(|| format!("/api/v1/uploads/{}/preview", row.id)),
                 thumb: ready.then(|| format!("/api/v1/uploads/{}/thumb", row.id)),
             },
+            placeholder: row.placeholder.as_deref().filter(|_| ready).map(|hash| STANDARD.encode(hash)),
         }
     }
 }

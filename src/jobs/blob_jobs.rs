@@ -95,8 +95,10 @@ impl BlobJobs {
                 if !deleted.map_err(|e| object_store::Error::Generic { store: "database", source: Box::new(e) })? {
                     return Ok(());
                 }
-                self.blobs.delete(BlobKey::Thumb { event_id, upload_id }).await?;
-                self.blobs.delete(BlobKey::Preview { event_id, upload_id }).await
+                for key in BlobKey::derivatives_for(event_id, upload_id) {
+                    self.blobs.delete(key).await?;
+                }
+                Ok(())
             }
         }
     }

@@ -3,8 +3,8 @@
 //! Jobs live in the database (`derivative_jobs`), queued in the upload's own transaction.
 //! A worker claims one under a lease (on PostgreSQL with `FOR UPDATE SKIP LOCKED`, so the
 //! instances sharing a database share the work and never make a derivative twice), decodes on
-//! the low-priority background threads, stores both JPEGs, and ends the job in the same transaction that
-//! sets the upload's status. A worker that dies leaves its job to be claimed again when the
+//! the low-priority background threads, stores both JPEGs and both WebPs, and ends the job in the
+//! same transaction that sets the upload's status, its formats and its placeholder. A worker that dies leaves its job to be claimed again when the
 //! lease ends; a restart finds every job still queued.
 
 use std::io::{BufReader, Cursor, Read};
@@ -24,7 +24,7 @@ use crate::blobs::{BlobKey, BlobStore};
 use crate::blocking::Blocking;
 use crate::db::Db;
 use crate::db::blob_jobs::BlobJobKind;
-use crate::db::derivatives::ClaimedJob;
+use crate::db::derivatives::{ClaimedJob, Made};
 use crate::db::live::LiveKind;
 use crate::domain::UploadStatus;
 use crate::jobs::blob_jobs::BlobJobs;
@@ -73,7 +73,8 @@ impl DerivativeQueue {
 
 /// How one job ended.
 enum Outcome {
-    Ready,
+    /// Stored; what was made beside the JPEGs.
+    Ready(Made),
     /// The image cannot be decoded: the upload keeps its original and shows as failed.
     Undecodable(String),
     /// The upload was deleted meanwhile: nothing to make.
@@ -177,7 +178,7 @@ impl DerivativeWorkers {
         }
     }
 
-    /// Reads the original, derives on the media pool, stores both derivatives.
+    /// Reads the original, derives on the media pool, stores the derivatives in both formats.
     async fn make(&self, job: &ClaimedJob) -> anyhow::Result<Outcome> {
         let Some(row) = self.db.upload_by_id(job.upload_id, None).await? else {
             return Ok(Outcome::Gone);
@@ -201,23 +202,29 @@ impl DerivativeWorkers {
         };
         self.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(derived.thumb.bytes)).await?;
         self.blobs.put(BlobKey::Preview { event_id, upload_id }, Bytes::from(derived.preview.bytes)).await?;
-        Ok(Outcome::Ready)
+        self.blobs.put(BlobKey::ThumbWebp { event_id, upload_id }, Bytes::from(derived.thumb_webp.bytes)).await?;
+        self.blobs.put(BlobKey::PreviewWebp { event_id, upload_id }, Bytes::from(derived.preview_webp.bytes)).await?;
+        Ok(Outcome::Ready(Made { webp: true, placeholder: Some(derived.placeholder) }))
     }
 
     async fn finish(&self, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {
         let status = match outcome {
-            Outcome::Ready => UploadStatus::Ready,
+            Outcome::Ready(_) => UploadStatus::Ready,
             Outcome::Undecodable(_) => UploadStatus::Failed,
             // Deleted meanwhile: the status no longer matters (a deleted upload keeps its own).
             Outcome::Gone => UploadStatus::Processing,
         };
         let mut tx = self.db.begin().await?;
-        let Some(upload) = tx.finish_derivative_job(job, status).await? else {
+        let made = match outcome {
+            Outcome::Ready(made) => made,
+            Outcome::Undecodable(_) | Outcome::Gone => &Made::default(),
+        };
+        let Some(upload) = tx.finish_derivative_job(job, status, made).await? else {
             tx.rollback().await?;
             tracing::info!("lease lost to another worker; it decides");
             return Ok(());
         };
-        let announce = matches!(outcome, Outcome::Ready) && !upload.hidden && !upload.deleted;
+        let announce = matches!(outcome, Outcome::Ready(_)) && !upload.hidden && !upload.deleted;
         if announce {
             tx.append_live(upload.event_id, LiveKind::Upload, job.upload_id).await?;
         }
@@ -244,7 +251,7 @@ impl DerivativeWorkers {
         }
         let queue = &self.queue;
         match outcome {
-            Outcome::Ready => {
+            Outcome::Ready(_) => {
                 queue.made.fetch_add(1, Relaxed);
                 tracing::info!("derivatives made");
             }

@@ -1,7 +1,8 @@
 //! Derivatives of an original: a `preview` (1600–2048 px on its long edge, never larger than the
-//! original) and a `thumb` (about 400 px), both baseline JPEG, upright, and carrying no metadata
-//! at all — they are made from pixels, so nothing of the original's EXIF (location included),
-//! XMP or ICC blocks can reach them.
+//! original) and a `thumb` (about 400 px), each as a baseline JPEG and as a lossy WebP (`webp`),
+//! upright, and carrying no metadata at all — they are made from pixels, so nothing of the
+//! original's EXIF (location included), XMP or ICC blocks can reach them. With them, the
+//! `placeholder`: a ThumbHash of the thumb, which the page draws while the thumb loads.
 //!
 //! One decode per original. A JPEG is shrunk while it is decoded (`jpeg-decoder`'s DCT-domain
 //! 1/2, 1/4, 1/8 scaling, as libvips does) to the smallest size still at least the preview's
@@ -29,9 +30,12 @@ use super::probe::ImageFormat;
 
 mod budget;
 pub mod colour;
+mod placeholder;
 mod png_rows;
+mod webp;
 
 pub use budget::MEMORY_BUDGET;
+pub use webp::{WEBP, WebpChoice, WebpSettings};
 
 /// Long edge of the thumb (the contract allows 320–512).
 pub const THUMB_EDGE: u32 = 400;
@@ -53,7 +57,7 @@ pub const MAX_PIXELS: u64 = 1 << 28;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Encoded {
-    /// A complete JPEG file.
+    /// A complete JPEG or WebP file.
     pub bytes: Vec<u8>,
     pub width: u32,
     pub height: u32,
@@ -63,6 +67,11 @@ pub struct Encoded {
 pub struct Derivatives {
     pub thumb: Encoded,
     pub preview: Encoded,
+    /// The same pixels as WebP, for the browsers that accept it.
+    pub thumb_webp: Encoded,
+    pub preview_webp: Encoded,
+    /// The thumb's ThumbHash.
+    pub placeholder: Vec<u8>,
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -95,8 +104,13 @@ pub struct Timings {
     pub decode: Duration,
     /// Both resizes, the flattening of transparency and the turn upright.
     pub resize: Duration,
-    /// Both encodes.
+    /// Both JPEG encodes.
     pub encode: Duration,
+    /// The WebP encodes, each.
+    pub webp_thumb: Duration,
+    pub webp_preview: Duration,
+    /// The ThumbHash.
+    pub placeholder: Duration,
 }
 
 /// Makes the thumb and the preview of an original whose format the probe found.
@@ -114,7 +128,7 @@ pub fn derive_streamed(
     orientation: u16,
 ) -> Result<Derivatives, DeriveError> {
     let original = Original { source: &mut source, head };
-    run_within(original, format, orientation, Decode::ShrinkOnLoad, MAX_PIXELS, MEMORY_BUDGET)
+    run_within(original, format, orientation, Decode::ShrinkOnLoad, MAX_PIXELS, MEMORY_BUDGET, WEBP)
         .map(|(derivatives, _)| derivatives)
 }
 
@@ -141,6 +155,18 @@ pub fn derive_timed(
     run(original, format, orientation, decode, MAX_PIXELS)
 }
 
+/// `derive_timed` with other WebP settings than `WEBP` (to choose them: `examples/bench_thumbs.rs`).
+pub fn derive_timed_with(
+    original: &[u8],
+    format: ImageFormat,
+    orientation: u16,
+    decode: Decode,
+    webp: WebpChoice,
+) -> Result<(Derivatives, Timings), DeriveError> {
+    let mut original = original;
+    run_within(Original::whole(&mut original), format, orientation, decode, MAX_PIXELS, MEMORY_BUDGET, webp)
+}
+
 fn run(
     mut original: &[u8],
     format: ImageFormat,
@@ -148,7 +174,7 @@ fn run(
     decode: Decode,
     max_pixels: u64,
 ) -> Result<(Derivatives, Timings), DeriveError> {
-    run_within(Original::whole(&mut original), format, orientation, decode, max_pixels, MEMORY_BUDGET)
+    run_within(Original::whole(&mut original), format, orientation, decode, max_pixels, MEMORY_BUDGET, WEBP)
 }
 
 fn run_within(
@@ -158,6 +184,7 @@ fn run_within(
     decode: Decode,
     max_pixels: u64,
     budget: u64,
+    webp: WebpChoice,
 ) -> Result<(Derivatives, Timings), DeriveError> {
     let mut timings = Timings::default();
     let started = Instant::now();
@@ -197,9 +224,18 @@ fn run_within(
     timings.resize = started.elapsed();
 
     let started = Instant::now();
-    let derivatives =
-        Derivatives { preview: encode(&preview, PREVIEW_QUALITY)?, thumb: encode(&thumb, THUMB_QUALITY)? };
+    let (preview_jpeg, thumb_jpeg) = (encode(&preview, PREVIEW_QUALITY)?, encode(&thumb, THUMB_QUALITY)?);
     timings.encode = started.elapsed();
+    let started = Instant::now();
+    let preview_webp = webp::encode(&preview, webp.preview)?;
+    timings.webp_preview = started.elapsed();
+    let started = Instant::now();
+    let thumb_webp = webp::encode(&thumb, webp.thumb)?;
+    timings.webp_thumb = started.elapsed();
+    let started = Instant::now();
+    let placeholder = placeholder::thumbhash(&thumb)?;
+    timings.placeholder = started.elapsed();
+    let derivatives = Derivatives { preview: preview_jpeg, thumb: thumb_jpeg, preview_webp, thumb_webp, placeholder };
     Ok((derivatives, timings))
 }
 
