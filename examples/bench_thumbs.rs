@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use confetti::media::ImageFormat;
-use confetti::media::derive::{Decode, Derivatives, Timings, WEBP, WebpChoice, WebpSettings, derive_timed_with};
+use confetti::media::derive::{
+    Decode, Derivatives, Encoded, PREVIEW_MEASURED, Timings, WEBP, WebpChoice, WebpSettings, derive_timed_with,
+};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer, images::Image, images::ImageRef};
 
 const PHOTOS: usize = 50;
@@ -35,11 +37,12 @@ const PHOTOS: usize = 50;
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let mut dir = None;
-    let (mut choice, mut sweep, mut avif) = (WEBP, false, false);
+    // The server makes no WebP preview (`WEBP`); the one it measured and did not take is shown.
+    let (mut choice, mut sweep, mut avif) = (WebpChoice { preview: Some(PREVIEW_MEASURED), ..WEBP }, false, false);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--thumb" => choice.thumb = settings(&args.next().context("--thumb Q/M")?)?,
-            "--preview" => choice.preview = settings(&args.next().context("--preview Q/M")?)?,
+            "--preview" => choice.preview = Some(settings(&args.next().context("--preview Q/M")?)?),
             "--sweep" => sweep = true,
             "--avif" => avif = true,
             other if !other.starts_with('-') && dir.is_none() => dir = Some(PathBuf::from(other)),
@@ -165,19 +168,25 @@ impl Run {
             thumb_jpeg: score(&d.thumb.bytes, &thumb_ref, d.thumb.width)?,
             thumb_webp: score(&d.thumb_webp.bytes, &thumb_ref, d.thumb.width)?,
             preview_jpeg: score(&d.preview.bytes, &preview_ref, d.preview.width)?,
-            preview_webp: score(&d.preview_webp.bytes, &preview_ref, d.preview.width)?,
+            preview_webp: score(&webp_preview(d).bytes, &preview_ref, d.preview.width)?,
         };
         Ok(Self { derivatives, timings, ssim })
     }
 }
 
+/// The WebP preview this program always asks for (`--preview`, else `PREVIEW_MEASURED`).
+fn webp_preview(d: &Derivatives) -> &Encoded {
+    d.preview_webp.as_ref().unwrap_or(&d.preview)
+}
+
 fn report(runs: &[Run], choice: WebpChoice) {
     let total = |f: fn(&Derivatives) -> usize| runs.iter().map(|r| f(&r.derivatives)).sum::<usize>();
     let (thumb_jpeg, thumb_webp) = (total(|d| d.thumb.bytes.len()), total(|d| d.thumb_webp.bytes.len()));
-    let (preview_jpeg, preview_webp) = (total(|d| d.preview.bytes.len()), total(|d| d.preview_webp.bytes.len()));
+    let (preview_jpeg, preview_webp) =
+        (total(|d| d.preview.bytes.len()), total(|d| d.preview_webp.as_ref().map_or(0, |p| p.bytes.len())));
     let ssims = |f: fn(&Ssims) -> f64| runs.iter().map(|r| f(&r.ssim)).collect::<Vec<_>>();
     let t = choice.thumb;
-    let p = choice.preview;
+    let p = choice.preview.unwrap_or(PREVIEW_MEASURED);
     println!(
         "\nWebP thumb quality {} method {}, preview quality {} method {}\n",
         t.quality, t.method, p.quality, p.method
@@ -253,7 +262,7 @@ fn sweep_settings(photos: &[Photo], choice: WebpChoice) -> Result<()> {
     println!("| ---: | ---: | ---: | --- | --- | ---: |");
     for method in 0..=4 {
         for quality in [75.0, 80.0, 85.0] {
-            let choice = WebpChoice { preview: WebpSettings { quality, method }, ..choice };
+            let choice = WebpChoice { preview: Some(WebpSettings { quality, method }), ..choice };
             let runs: Vec<Run> = photos.iter().map(|p| Run::of(p, choice)).collect::<Result<_>>()?;
             let bytes = |f: fn(&Derivatives) -> usize| runs.iter().map(|r| f(&r.derivatives)).sum::<usize>() as f64;
             let (sj, sw): (Vec<f64>, Vec<f64>) =
@@ -262,7 +271,8 @@ fn sweep_settings(photos: &[Photo], choice: WebpChoice) -> Result<()> {
             took.sort_by(f64::total_cmp);
             println!(
                 "| {method} | {quality} | {:.1}% | {:.4} / {:.4} | {:.4} / {:.4} | {:.1} |",
-                100.0 * bytes(|d| d.preview_webp.bytes.len()) / bytes(|d| d.preview.bytes.len()),
+                100.0 * bytes(|d| d.preview_webp.as_ref().map_or(0, |p| p.bytes.len()))
+                    / bytes(|d| d.preview.bytes.len()),
                 median(&sj),
                 mean(&sj),
                 median(&sw),

@@ -1,4 +1,4 @@
-//! Lighter galleries on every backend: thumbs and previews negotiated between WebP and JPEG by
+//! Lighter galleries on every backend: thumbs negotiated between WebP and JPEG by
 //! `Accept` (each format its own `ETag`, both `Vary: Accept`), JPEG for uploads derived before
 //! WebP existed, the placeholder in every Upload once its derivatives exist, and the WebP blobs
 //! removed with the upload.
@@ -95,7 +95,7 @@ fn derivative_file(app: &TestApp, event_id: Uuid, id: &str, name: &str) -> PathB
     app.blob_dir().join(format!("derivatives/{event_id}/{id}/{name}"))
 }
 
-async fn thumbs_and_previews_are_webp_for_browsers_and_jpeg_for_others(backend: Backend) {
+async fn thumbs_are_webp_for_browsers_and_jpeg_for_others(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
@@ -105,7 +105,7 @@ async fn thumbs_and_previews_are_webp_for_browsers_and_jpeg_for_others(backend: 
     assert_eq!(ready["status"], "ready");
     let token = guest.token.as_str();
 
-    for kind in ["thumb", "preview"] {
+    for kind in ["thumb"] {
         let path = format!("/api/v1/uploads/{id}/{kind}");
         let (jpeg_tag, webp_tag) = (format!("\"{id}-{kind}\""), format!("\"{id}-{kind}-webp\""));
 
@@ -159,6 +159,16 @@ async fn thumbs_and_previews_are_webp_for_browsers_and_jpeg_for_others(backend: 
         assert_eq!(other.header("content-type"), "image/webp");
     }
 
+    // The preview is a JPEG whatever the browser accepts, and does not vary.
+    let path = format!("/api/v1/uploads/{id}/preview");
+    let preview = get(&app, &path, token, &[("accept", BROWSER_ACCEPT)]).await;
+    assert_eq!(preview.status, StatusCode::OK);
+    assert_eq!(preview.header("content-type"), "image/jpeg");
+    assert_eq!(&preview.body[..2], &[0xFF, 0xD8]);
+    assert_eq!(preview.header("etag"), format!("\"{id}-preview\""));
+    assert!(preview.headers.get("vary").is_none(), "the preview does not depend on Accept");
+    assert!(!derivative_file(&app, event.id, &id, "preview.webp").exists(), "no WebP preview is made");
+
     // The placeholder, in the Upload and in the listing.
     let hash = placeholder_bytes(&ready);
     assert!((5..=40).contains(&hash.len()), "a ThumbHash of {} bytes", hash.len());
@@ -198,32 +208,29 @@ async fn an_upload_derived_before_webp_is_jpeg_whatever_the_client_accepts(backe
     let upload_id: Uuid = id.parse().expect("uuid");
 
     // As an upload derived before this version looks: no WebP recorded, none stored, no placeholder.
-    execute(&app, "UPDATE uploads SET webp_derivatives = FALSE, placeholder = NULL WHERE id = $1", upload_id).await;
-    for name in ["thumb.webp", "preview.webp"] {
+    execute(&app, "UPDATE uploads SET webp_thumb = FALSE, placeholder = NULL WHERE id = $1", upload_id).await;
+    for name in ["thumb.webp"] {
         std::fs::remove_file(derivative_file(&app, event.id, &id, name)).expect("remove the WebP");
     }
     let (_, read) = app.get_json(&format!("/api/v1/uploads/{id}"), &guest.token).await;
     assert_eq!(read["status"], "ready");
     assert_eq!(read["placeholder"], Value::Null, "older uploads have none");
-    for kind in ["thumb", "preview"] {
-        let answer =
-            get(&app, &format!("/api/v1/uploads/{id}/{kind}"), &guest.token, &[("accept", BROWSER_ACCEPT)]).await;
-        assert_eq!(answer.status, StatusCode::OK, "{kind}: never a 404 for a missing WebP");
-        assert_eq!(answer.header("content-type"), "image/jpeg", "{kind}");
-        assert_eq!(answer.header("etag"), format!("\"{id}-{kind}\""));
-        assert_eq!(answer.header("vary"), "Accept");
-        assert_eq!(&answer.body[..2], &[0xFF, 0xD8]);
-    }
+    let answer = get(&app, &format!("/api/v1/uploads/{id}/thumb"), &guest.token, &[("accept", BROWSER_ACCEPT)]).await;
+    assert_eq!(answer.status, StatusCode::OK, "never a 404 for a missing WebP");
+    assert_eq!(answer.header("content-type"), "image/jpeg");
+    assert_eq!(answer.header("etag"), format!("\"{id}-thumb\""));
+    assert_eq!(answer.header("vary"), "Accept");
+    assert_eq!(&answer.body[..2], &[0xFF, 0xD8]);
 
     // A row that says WebP exists while the store lost it: JPEG too, not a 404.
-    execute(&app, "UPDATE uploads SET webp_derivatives = TRUE WHERE id = $1", upload_id).await;
+    execute(&app, "UPDATE uploads SET webp_thumb = TRUE WHERE id = $1", upload_id).await;
     let answer = get(&app, &format!("/api/v1/uploads/{id}/thumb"), &guest.token, &[("accept", BROWSER_ACCEPT)]).await;
     assert_eq!(answer.status, StatusCode::OK);
     assert_eq!(answer.header("content-type"), "image/jpeg");
     app.stop().await;
 }
 
-async fn deleting_an_upload_removes_its_webp_derivatives(backend: Backend) {
+async fn deleting_an_upload_removes_its_webp_thumb(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options { undo_grace_s: 0, ..Options::default() }).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
@@ -231,7 +238,7 @@ async fn deleting_an_upload_removes_its_webp_derivatives(backend: Backend) {
     let upload = upload_ok(&app, &guest, &images::jpeg(640, 480)).await;
     let id = upload["id"].as_str().expect("id").to_owned();
     settled(&app, &guest.token, &id).await;
-    let names = ["thumb.jpg", "preview.jpg", "thumb.webp", "preview.webp"];
+    let names = ["thumb.jpg", "preview.jpg", "thumb.webp"];
     for name in names {
         assert!(derivative_file(&app, event.id, &id, name).is_file(), "{name} is stored");
     }
@@ -243,7 +250,7 @@ async fn deleting_an_upload_removes_its_webp_derivatives(backend: Backend) {
     app.stop().await;
 }
 
-async fn deleting_an_event_removes_its_webp_derivatives(backend: Backend) {
+async fn deleting_an_event_removes_its_webp_thumb(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
@@ -269,9 +276,9 @@ async fn deleting_an_event_removes_its_webp_derivatives(backend: Backend) {
 }
 
 every_store!(
-    thumbs_and_previews_are_webp_for_browsers_and_jpeg_for_others,
-    deleting_an_upload_removes_its_webp_derivatives,
-    deleting_an_event_removes_its_webp_derivatives,
+    thumbs_are_webp_for_browsers_and_jpeg_for_others,
+    deleting_an_upload_removes_its_webp_thumb,
+    deleting_an_event_removes_its_webp_thumb,
 );
 
 both_backends!(

@@ -49,13 +49,9 @@ pub enum BlobKey {
         event_id: Uuid,
         upload_id: Uuid,
     },
-    /// The same derivatives as WebP. Uploads derived before WebP was made have none (their row
-    /// says so: `UploadRow::webp`).
+    /// The thumb as WebP. Uploads derived before WebP was made have none (their row says so:
+    /// `UploadRow::webp_thumb`).
     ThumbWebp {
-        event_id: Uuid,
-        upload_id: Uuid,
-    },
-    PreviewWebp {
         event_id: Uuid,
         upload_id: Uuid,
     },
@@ -65,18 +61,17 @@ const TEMP_DIR: &str = "tmp";
 
 impl BlobKey {
     /// Every blob a committed upload can have: its original and its derivatives.
-    pub fn all_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 5] {
-        let [thumb, preview, thumb_webp, preview_webp] = Self::derivatives_for(event_id, upload_id);
-        [BlobKey::Original { event_id, upload_id }, thumb, preview, thumb_webp, preview_webp]
+    pub fn all_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 4] {
+        let [thumb, preview, thumb_webp] = Self::derivatives_for(event_id, upload_id);
+        [BlobKey::Original { event_id, upload_id }, thumb, preview, thumb_webp]
     }
 
     /// Every derivative an upload can have, in each format.
-    pub fn derivatives_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 4] {
+    pub fn derivatives_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 3] {
         [
             BlobKey::Thumb { event_id, upload_id },
             BlobKey::Preview { event_id, upload_id },
             BlobKey::ThumbWebp { event_id, upload_id },
-            BlobKey::PreviewWebp { event_id, upload_id },
         ]
     }
 
@@ -93,7 +88,6 @@ impl BlobKey {
                     "thumb.jpg" => Some(BlobKey::Thumb { event_id, upload_id }),
                     "preview.jpg" => Some(BlobKey::Preview { event_id, upload_id }),
                     "thumb.webp" => Some(BlobKey::ThumbWebp { event_id, upload_id }),
-                    "preview.webp" => Some(BlobKey::PreviewWebp { event_id, upload_id }),
                     _ => None,
                 }
             }
@@ -108,8 +102,7 @@ impl BlobKey {
             BlobKey::Original { event_id, upload_id }
             | BlobKey::Thumb { event_id, upload_id }
             | BlobKey::Preview { event_id, upload_id }
-            | BlobKey::ThumbWebp { event_id, upload_id }
-            | BlobKey::PreviewWebp { event_id, upload_id } => Some((event_id, upload_id)),
+            | BlobKey::ThumbWebp { event_id, upload_id } => Some((event_id, upload_id)),
         }
     }
 
@@ -125,9 +118,6 @@ impl BlobKey {
             }
             BlobKey::ThumbWebp { event_id, upload_id } => {
                 Path::from(format!("derivatives/{event_id}/{upload_id}/thumb.webp"))
-            }
-            BlobKey::PreviewWebp { event_id, upload_id } => {
-                Path::from(format!("derivatives/{event_id}/{upload_id}/preview.webp"))
             }
         }
     }

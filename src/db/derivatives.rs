@@ -71,7 +71,7 @@ impl Tx {
         }
         on_tx!(self, tx => sqlx::query_as(
             "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN $2 ELSE status END,
-                                webp_derivatives = $3, placeholder = $4
+                                webp_thumb = $3, placeholder = $4
              WHERE id = $1
              RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
         )

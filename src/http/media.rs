@@ -108,16 +108,13 @@ async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers
 
 /// The preview's bytes
 ///
-/// A WebP or a JPEG (by `Accept`, below) 1600–2048 px on its long edge (never larger than the original: a smaller
-/// original keeps its size), pixels turned upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie
+/// A JPEG 1600–2048 px on its long edge (never larger than the original: a smaller original keeps its size), sRGB,
+/// pixels turned upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie
 /// as well as by bearer token (an `<img>` sends only cookies). 404 until it is made: use `urls.preview` of the
 /// Upload, which is null until then (and stays null when processing `failed`). Made once per upload, it never
-/// changes: cached for a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file). Both
-/// formats answer with `Vary: Accept` and each has its own `ETag`.
-///
-/// WebP when the request's `Accept` lists `image/webp` with a weight (`q`) above 0 and at least JPEG's (`image/jpeg`,
-/// else `image/*`, else `*/*`); otherwise JPEG. A wildcard alone (`*/*`, `image/*`) does not mean WebP. Photos whose
-/// derivatives were made before WebP existed are JPEG whatever `Accept` says.
+/// changes: cached for a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file).
+/// Whatever `Accept` says: a WebP preview was not smaller at the same quality within the time a derivative may
+/// take (docs/benchmarks.md).
 #[utoipa::path(
     get,
     path = "/api/v1/uploads/{id}/preview",
@@ -126,8 +123,8 @@ async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers
     security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
     params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too.")),
     responses(
-        (status = 200, description = "The preview: WebP or JPEG by `Accept`.", content((inline(schemas::Webp) = "image/webp"), (inline(schemas::Jpeg) = "image/jpeg")), headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`: WebP or JPEG by the request's `Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"` for the JPEG, `\"{upload id}-preview-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
-        (status = 304, description = "`If-None-Match` matched the `ETag` of the format `Accept` selects: no body.", headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"` for the JPEG, `\"{upload id}-preview-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
+        (status = 200, description = "The preview.", content_type = "image/jpeg", body = inline(schemas::Jpeg), headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
+        (status = 304, description = "`If-None-Match` matched: no body.", headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
         GetPreviewRefusals,
     ),
 )]
@@ -157,15 +154,15 @@ async fn derivative(
     let (event_id, upload_id) = (row.event_id, row.id);
     let (jpeg, webp, name) = match kind {
         Derivative::Thumb => {
-            (BlobKey::Thumb { event_id, upload_id }, BlobKey::ThumbWebp { event_id, upload_id }, "thumb")
+            (BlobKey::Thumb { event_id, upload_id }, Some(BlobKey::ThumbWebp { event_id, upload_id }), "thumb")
         }
-        Derivative::Preview => {
-            (BlobKey::Preview { event_id, upload_id }, BlobKey::PreviewWebp { event_id, upload_id }, "preview")
-        }
+        // Previews are JPEG only (`media::derive::WEBP` says why).
+        Derivative::Preview => (BlobKey::Preview { event_id, upload_id }, None, "preview"),
     };
+    let vary = if webp.is_some() { Vary::Accept } else { Vary::Nothing };
     // Uploads derived before WebP existed have JPEG only; so does one whose WebP is missing
     // from the store for whatever reason: JPEG then, never a 404.
-    if row.webp_derivatives && prefers_webp(&headers) {
+    if let Some(webp) = webp.filter(|_| row.webp_thumb && prefers_webp(&headers)) {
         let webp =
             Representation { key: webp, etag: format!("\"{upload_id}-{name}-webp\""), content_type: "image/webp" };
         match send_derivative(&state, &webp, &headers, CACHE_FOREVER, Vary::Accept).await {
@@ -174,7 +171,7 @@ async fn derivative(
         }
     }
     let jpeg = Representation { key: jpeg, etag: format!("\"{upload_id}-{name}\""), content_type: "image/jpeg" };
-    send_derivative(&state, &jpeg, &headers, CACHE_FOREVER, Vary::Accept).await
+    send_derivative(&state, &jpeg, &headers, CACHE_FOREVER, vary).await
 }
 
 /// Whether an answer depends on the request's `Accept`.

@@ -219,7 +219,7 @@ fn written_row(guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
         // Only its uploader reads this row, who sees it whatever the event's gallery mode.
         event_gallery: Gallery::Everyone,
         event_gallery_opens_at: None,
-        webp_derivatives: false,
+        webp_thumb: false,
         placeholder: None,
     }
 }

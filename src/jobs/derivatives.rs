@@ -203,7 +203,6 @@ impl DerivativeWorkers {
         self.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(derived.thumb.bytes)).await?;
         self.blobs.put(BlobKey::Preview { event_id, upload_id }, Bytes::from(derived.preview.bytes)).await?;
         self.blobs.put(BlobKey::ThumbWebp { event_id, upload_id }, Bytes::from(derived.thumb_webp.bytes)).await?;
-        self.blobs.put(BlobKey::PreviewWebp { event_id, upload_id }, Bytes::from(derived.preview_webp.bytes)).await?;
         Ok(Outcome::Ready(Made { webp: true, placeholder: Some(derived.placeholder) }))
     }
 

@@ -35,7 +35,7 @@ mod png_rows;
 mod webp;
 
 pub use budget::MEMORY_BUDGET;
-pub use webp::{WEBP, WebpChoice, WebpSettings};
+pub use webp::{PREVIEW_MEASURED, WEBP, WebpChoice, WebpSettings};
 
 /// Long edge of the thumb (the contract allows 320–512).
 pub const THUMB_EDGE: u32 = 400;
@@ -67,9 +67,10 @@ pub struct Encoded {
 pub struct Derivatives {
     pub thumb: Encoded,
     pub preview: Encoded,
-    /// The same pixels as WebP, for the browsers that accept it.
+    /// The same pixels as WebP, for the browsers that accept it (the preview only when asked:
+    /// `WEBP` makes none).
     pub thumb_webp: Encoded,
-    pub preview_webp: Encoded,
+    pub preview_webp: Option<Encoded>,
     /// The thumb's ThumbHash.
     pub placeholder: Vec<u8>,
 }
@@ -227,7 +228,7 @@ fn run_within(
     let (preview_jpeg, thumb_jpeg) = (encode(&preview, PREVIEW_QUALITY)?, encode(&thumb, THUMB_QUALITY)?);
     timings.encode = started.elapsed();
     let started = Instant::now();
-    let preview_webp = webp::encode(&preview, webp.preview)?;
+    let preview_webp = webp.preview.map(|settings| webp::encode(&preview, settings)).transpose()?;
     timings.webp_preview = started.elapsed();
     let started = Instant::now();
     let thumb_webp = webp::encode(&thumb, webp.thumb)?;

@@ -16,22 +16,26 @@ pub struct WebpSettings {
     pub method: i32,
 }
 
-/// The settings of both sizes.
+/// The settings of both sizes; `preview: None` makes no WebP preview.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WebpChoice {
     pub thumb: WebpSettings,
-    pub preview: WebpSettings,
+    pub preview: Option<WebpSettings>,
 }
 
 /// Chosen with `examples/bench_thumbs.rs` on 50 photos (docs/benchmarks.md, "Lighter
 /// galleries"). Thumb: quality 78, the lowest measured whose SSIM (luma, Gaussian 11×11, against a
 /// Lanczos3 downscale of the full decode) is at least the JPEG thumbs' (quality 78), median and
-/// mean — 75% of their bytes; method 4 (libwebp's default) costs about 13 ms a thumb. Preview:
-/// method 0, because the whole derivative job has to stay fast (method 4 took 380 ms a
-/// 2000×1500 preview, method 0 60 ms, on a busy machine); quality 88 then gives 88% of the JPEG's
-/// bytes at a slightly lower SSIM (0.985 against 0.993).
-pub const WEBP: WebpChoice =
-    WebpChoice { thumb: WebpSettings { quality: 78.0, method: 4 }, preview: WebpSettings { quality: 88.0, method: 0 } };
+/// mean — 75% of their bytes; method 4 (libwebp's default) costs about 13 ms a thumb.
+///
+/// No WebP preview: none measured was worth its time. At method 0 (60 ms a 2000×1500 preview on
+/// a busy machine) quality 88 gave 88% of the JPEG's bytes at a lower SSIM (0.985 against
+/// 0.993); the smaller files of method 4 (49% at quality 80) took 380 ms, longer than the rest of
+/// the job. A preview is looked at one at a time; the gallery's 50 thumbs are what weigh.
+pub const WEBP: WebpChoice = WebpChoice { thumb: WebpSettings { quality: 78.0, method: 4 }, preview: None };
+
+/// The WebP preview settings measured (and not taken): `examples/bench_thumbs.rs` shows them.
+pub const PREVIEW_MEASURED: WebpSettings = WebpSettings { quality: 88.0, method: 0 };
 
 /// Encodes upright pixels (gray or RGB) as a lossy WebP file without metadata.
 pub(super) fn encode(p: &Pixels, settings: WebpSettings) -> Result<Encoded, DeriveError> {
