@@ -3,7 +3,7 @@
 //! harness that prints figures, not a test.
 //!
 //! ```text
-//! cargo run --release --example bench_thumbs -- DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif]
+//! cargo run --release --example bench_thumbs -- DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif] [--thumbs Q,Q,...]
 //! ```
 //!
 //! * `DIR`: the photos (`*.jpg`, read in name order, the first 50). No photos ship with Confetti;
@@ -18,6 +18,8 @@
 //!   with σ 1.5, K1 0.01, K2 0.03, L 255, averaged over every window that fits in the image.
 //! * `--sweep`: the thumbs at WebP qualities 50–90 (method as given), and the preview at methods
 //!   0–4, to choose the settings: the lowest quality whose SSIM, median and mean, is at least JPEG's.
+//! * `--thumbs Q,Q,...`: only the thumbs, at those WebP qualities: bytes (all photos and without
+//!   the texture samples), SSIM, and the WebP thumb's encode time; nothing else is reported.
 //! * `--avif`: `avifenc` (libavif, aom) at speeds 6, 8 and 10 on the reference pixels (PNG), at the
 //!   lowest quantizer step whose thumbs' SSIM is at least the JPEG's: bytes and encode time.
 
@@ -39,21 +41,30 @@ fn main() -> Result<()> {
     let mut dir = None;
     // The server makes no WebP preview (`WEBP`); the one it measured and did not take is shown.
     let (mut choice, mut sweep, mut avif) = (WebpChoice { preview: Some(PREVIEW_MEASURED), ..WEBP }, false, false);
+    let mut thumbs = Vec::new();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--thumb" => choice.thumb = settings(&args.next().context("--thumb Q/M")?)?,
             "--preview" => choice.preview = Some(settings(&args.next().context("--preview Q/M")?)?),
             "--sweep" => sweep = true,
             "--avif" => avif = true,
+            "--thumbs" => {
+                let list = args.next().context("--thumbs Q,Q,...")?;
+                thumbs = list.split(',').map(str::parse).collect::<Result<Vec<f32>, _>>()?;
+            }
             other if !other.starts_with('-') && dir.is_none() => dir = Some(PathBuf::from(other)),
             other => bail!("unknown argument {other}"),
         }
     }
-    let dir = dir.context("usage: bench_thumbs DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif]")?;
+    let dir =
+        dir.context("usage: bench_thumbs DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif] [--thumbs Q,Q,...]")?;
     let photos = load(&dir)?;
     let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("{} photos from {}; load average {}", photos.len(), dir.display(), loadavg.trim());
 
+    if !thumbs.is_empty() {
+        return thumb_qualities(&photos, choice, &thumbs);
+    }
     let runs: Vec<Run> = photos.iter().map(|p| Run::of(p, choice)).collect::<Result<_>>()?;
     report(&runs, choice);
     if sweep {
@@ -284,6 +295,52 @@ fn sweep_settings(photos: &[Photo], choice: WebpChoice) -> Result<()> {
     Ok(())
 }
 
+/// `--thumbs`: the thumbs only, at the given WebP qualities (method as given): bytes against the
+/// JPEG thumbs on all photos and without the three texture samples, SSIM median / mean, how
+/// many fall below their JPEG, and the WebP thumb's encode time.
+fn thumb_qualities(photos: &[Photo], choice: WebpChoice, qualities: &[f32]) -> Result<()> {
+    let texture = |name: &str| ["brick", "gravel", "grass"].iter().any(|t| name.contains(t));
+    println!(
+        "\nthumbs (method {}): WebP / JPEG bytes, all and without textures; SSIM median / mean",
+        choice.thumb.method
+    );
+    println!(
+        "| WebP quality | WebP / JPEG | without textures | SSIM JPEG | SSIM WebP | below JPEG | WebP thumb ms median / p90 |"
+    );
+    println!("| ---: | ---: | ---: | --- | --- | ---: | --- |");
+    for &quality in qualities {
+        let choice = WebpChoice { thumb: WebpSettings { quality, ..choice.thumb }, ..choice };
+        let (mut jpeg, mut webp, mut jpeg_nt, mut webp_nt) = (0usize, 0usize, 0usize, 0usize);
+        let (mut sj, mut sw, mut took) = (Vec::new(), Vec::new(), Vec::new());
+        for photo in photos {
+            let (d, timings) = derive_timed_with(&photo.bytes, ImageFormat::Jpeg, 1, Decode::ShrinkOnLoad, choice)
+                .with_context(|| photo.name.clone())?;
+            let reference = photo.full.resized(d.thumb.width, d.thumb.height)?.luma();
+            sj.push(ssim(&Rgb::decode(&d.thumb.bytes)?.luma(), &reference, d.thumb.width as usize));
+            sw.push(ssim(&Rgb::decode(&d.thumb_webp.bytes)?.luma(), &reference, d.thumb.width as usize));
+            took.push(timings.webp_thumb.as_secs_f64() * 1e3);
+            jpeg += d.thumb.bytes.len();
+            webp += d.thumb_webp.bytes.len();
+            if !texture(&photo.name) {
+                jpeg_nt += d.thumb.bytes.len();
+                webp_nt += d.thumb_webp.bytes.len();
+            }
+        }
+        took.sort_by(f64::total_cmp);
+        let below = sj.iter().zip(&sw).filter(|(j, w)| w < j).count();
+        println!(
+            "| {quality} | {:.1}% | {:.1}% | {} | {} | {below} | {:.1} / {:.1} |",
+            100.0 * webp as f64 / jpeg as f64,
+            100.0 * webp_nt as f64 / jpeg_nt as f64,
+            median_mean(&sj),
+            median_mean(&sw),
+            median(&took),
+            took[took.len() * 9 / 10]
+        );
+    }
+    Ok(())
+}
+
 /// AVIF through `avifenc` (aom), on the reference pixels written as PNG: the lowest quantizer
 /// step where the thumbs' SSIM (median and mean) reaches the JPEG's, at speeds 6, 8 and 10, with
 /// the time of `avifenc` per image (its process, PNG read included) for thumb and preview.
@@ -420,6 +477,11 @@ fn median(values: &[f64]) -> f64 {
         n if n % 2 == 1 => sorted[n / 2],
         n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     }
+}
+
+/// `median / mean`, four decimals.
+fn median_mean(values: &[f64]) -> String {
+    format!("{:.4} / {:.4}", median(values), mean(values))
 }
 
 fn mean(values: &[f64]) -> f64 {
