@@ -117,6 +117,7 @@ async fn confetti_batch(files: &[PathBuf]) -> Result<Duration> {
         let upload = support::api::upload(&client, &server.base, &event.slug, &guest.token, part).await?;
         ids.push(upload["id"].as_str().context("upload without id")?.to_owned());
     }
+    let uploaded = started.elapsed();
     for id in &ids {
         loop {
             let upload: serde_json::Value = client
@@ -135,6 +136,7 @@ async fn confetti_batch(files: &[PathBuf]) -> Result<Duration> {
     }
     let wall = started.elapsed();
     server.stop().await?;
+    println!("  (confetti: the last upload answered after {:.0} ms)", ms(uploaded));
     Ok(wall)
 }
 

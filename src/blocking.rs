@@ -14,6 +14,7 @@ use tokio::sync::Semaphore;
 pub struct Blocking {
     media: Arc<Semaphore>,
     media_limit: usize,
+    background_threads: usize,
     crypto: Arc<Semaphore>,
     background: mpsc::Sender<Job>,
 }
@@ -31,13 +32,15 @@ impl Blocking {
         Self {
             media: Arc::new(Semaphore::new(media_limit)),
             media_limit,
+            background_threads: cores,
             crypto: Arc::new(Semaphore::new(cores.max(2))),
-            background: spawn_background_threads(media_limit),
+            // One per core: at their low priority they take only what requests leave, and a
+            // batch of photos is made on every core (`examples/bench_batch.rs`).
+            background: spawn_background_threads(cores),
         }
     }
 
-    /// Background image work (derivatives) on the low-priority threads, at most cores − 1 at
-    /// once. The threads end when the last `Blocking` is dropped.
+    /// Background image work (derivatives) on the low-priority threads, one per core. The threads end when the last `Blocking` is dropped.
     pub async fn background<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> anyhow::Result<R> {
         let (done, result) = tokio::sync::oneshot::channel();
         let span = tracing::Span::current();
@@ -49,6 +52,11 @@ impl Blocking {
         });
         self.background.send(job).map_err(|_| anyhow::anyhow!("background threads stopped"))?;
         result.await.context("background task panicked")
+    }
+
+    /// How many background jobs run at once (one per core).
+    pub fn background_threads(&self) -> usize {
+        self.background_threads
     }
 
     /// How many media jobs run at once (cores − 1, at least one).

@@ -15,8 +15,8 @@ use super::DeriveError;
 /// upright and the encodes that follow add a few tens of MiB. The conversion to sRGB
 /// (`colour`) adds no buffer per pixel: RGB and gray change in place, CMYK becomes the RGB
 /// buffer counted with the decode; its tables are fixed in size (about 1 MiB at most).
-/// Jobs run on the background threads (cores − 1 at once), so derivatives need at most
-/// (cores − 1) × this. JPEG and PNG originals stream through the decoder (64 KiB of read
+/// Jobs run on the background threads (one per core), so derivatives need at most
+/// cores × this. JPEG and PNG originals stream through the decoder (64 KiB of read
 /// buffer); a GIF or WebP original is read whole, and counts against this budget.
 pub const MEMORY_BUDGET: u64 = 256 << 20;
 
