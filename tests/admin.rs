@@ -238,10 +238,10 @@ async fn deleting_an_event_removes_it_for_everyone_and_every_photo_of_it_from_th
     let other = upload_ok(&app, &other_guest, &images::jpeg(320, 240)).await;
     let other_id = other["id"].as_str().expect("id").to_owned();
     settled(&app, &other_guest.token, &other_id).await;
-    // Two originals, two thumbs, two previews.
-    assert_eq!(files_of(&app, &doomed).len(), 6, "{:?}", files_of(&app, &doomed));
+    // Two originals, two thumbs, two previews, two WebP thumbs.
+    assert_eq!(files_of(&app, &doomed).len(), 8, "{:?}", files_of(&app, &doomed));
     let kept_files = files_of(&app, &kept);
-    assert_eq!(kept_files.len(), 3, "{kept_files:?}");
+    assert_eq!(kept_files.len(), 4, "{kept_files:?}");
 
     let deleted = delete_event(&app, &doomed.slug, Some("delete-once")).await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
