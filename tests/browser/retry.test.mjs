@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixtures, onPhone, join, choose, waitForItems } from './helpers.mjs';
+import { fixtures, onPhone, join, choose, waitForItems, eventually } from './helpers.mjs';
 
 const f = fixtures({ server: 'retry', photos: 1, photoOptions: { width: 320, height: 240 } });
 
@@ -77,8 +77,11 @@ test('a 503 is tried again by the API helper and by the queue (same key); a refu
     const listUrl = (url) => url.pathname === `/api/v1/events/${event.slug}/uploads` && url.search !== '';
     await page.route(listUrl, (route) => (lists++ === 0 ? unavailable(route) : route.continue()));
     await page.reload();
+    // The page's own queue may show its finished photo first: wait for the server's list.
+    await eventually(() => lists >= 2, { timeout: 10_000, what: 'the gallery asking again' });
     await page.locator('[data-testid=gallery] .tile').first().waitFor({ timeout: 10_000 });
-    assert.equal(lists, 2, 'the gallery asked twice');
+    await page.waitForTimeout(500);
+    assert.equal(lists, 2, 'the gallery asked twice, not more');
 
     // A refusal (a comment the server finds empty) is sent once.
     const comments = [];
