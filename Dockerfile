@@ -3,6 +3,10 @@
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
+# HEIC derivatives link Debian's libheif.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libheif-dev \
+    && rm -rf /var/lib/apt/lists/*
 # Dependencies first, so a change to Confetti's own code reuses this layer.
 COPY Cargo.toml Cargo.lock ./
 RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
@@ -16,7 +20,7 @@ RUN touch src/main.rs src/lib.rs && cargo build --release --locked \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates \
+    && apt-get install -y --no-install-recommends ca-certificates libheif1 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin confetti \
     && mkdir -p /data && chown confetti:confetti /data

@@ -12,6 +12,10 @@
 //!   wall time of both together. Same JPEG qualities on both sides, metadata stripped.
 //! * In process: where the time of one derive goes (decode / resize / encode), with the
 //!   DCT-scaled decode and with a full decode, so the gain of shrink-on-load shows.
+//!
+//! `--heic`: the same photo made a HEIC by `heif-enc -q 80` (apt-get install libheif-examples),
+//! and the whole derive of each (thumb, preview, WebP thumb, placeholder) in process, rounds
+//! alternating, plus one child job each for its peak RSS. No vipsthumbnail.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -23,6 +27,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use confetti::media::ImageFormat;
 use confetti::media::derive::{Decode, Timings, derive, derive_timed};
+use confetti::media::probe::probe_accepted;
 use support::procfs::{Machine, ProcStatus};
 use support::stats::{ms, percentile};
 
@@ -35,23 +40,29 @@ fn main() -> Result<()> {
     let mut rounds = 15;
     let mut input = None;
     let mut keep = false;
+    let mut heic = false;
     let mut rest = args.iter().skip(1);
     while let Some(arg) = rest.next() {
         match arg.as_str() {
             "--rounds" => rounds = rest.next().context("--rounds N")?.parse()?,
             "--input" => input = Some(PathBuf::from(rest.next().context("--input FILE")?)),
             "--keep" => keep = true,
+            "--heic" => heic = true,
             other => bail!("unknown argument {other}"),
         }
     }
     ensure!(rounds > 0, "--rounds must be at least 1");
+    if heic {
+        return bench_heic(rounds, input);
+    }
     bench(rounds, input, keep)
 }
 
 /// The child: one whole derivative job, as the worker does it.
 fn one(file: &Path, out: &Path) -> Result<()> {
     let original = std::fs::read(file)?;
-    let d = derive(&original, ImageFormat::Jpeg, 1)?;
+    let probe = probe_accepted(&original, original.len() as u64, u64::MAX)?;
+    let d = derive(&original, probe.format, probe.orientation)?;
     std::fs::write(out.join("preview.jpg"), &d.preview.bytes)?;
     std::fs::write(out.join("thumb.jpg"), &d.thumb.bytes)?;
     println!(
@@ -185,6 +196,69 @@ fn bench(rounds: usize, input: Option<PathBuf>, keep: bool) -> Result<()> {
     }
     if keep {
         let _ = dir.keep();
+    }
+    Ok(())
+}
+
+/// A 12 MP JPEG against the same photo as HEIC: the whole derive of each, in process.
+fn bench_heic(rounds: usize, input: Option<PathBuf>) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let jpeg_path = match input {
+        Some(path) => path,
+        None => {
+            let path = dir.path().join("photo.jpg");
+            std::fs::write(&path, support::photos::photo_like_jpeg(4000, 3000)?)?;
+            path
+        }
+    };
+    let heic_path = dir.path().join("photo.heic");
+    let started = Instant::now();
+    let status = Command::new("heif-enc")
+        .args(["-q", "80", "-o"])
+        .arg(&heic_path)
+        .arg(&jpeg_path)
+        .status()
+        .context("heif-enc (apt-get install libheif-examples)")?;
+    ensure!(status.success(), "heif-enc failed");
+    println!("heif-enc -q 80: {:.1} s", started.elapsed().as_secs_f64());
+    let machine = Machine::read();
+    println!("machine: {} cores, {}; load average {}; rounds: {rounds}", machine.cores, machine.cpu, machine.loadavg);
+    let files = [("JPEG", std::fs::read(&jpeg_path)?), ("HEIC", std::fs::read(&heic_path)?)];
+    let mut all: Vec<Vec<Timings>> = vec![Vec::new(), Vec::new()];
+    for (name, bytes) in &files {
+        let probe = probe_accepted(bytes, bytes.len() as u64, u64::MAX)?;
+        println!("  {name}: {} bytes, {}x{}", bytes.len(), probe.width, probe.height);
+        derive_timed(bytes, probe.format, probe.orientation, Decode::ShrinkOnLoad)?;
+    }
+    for _ in 0..rounds {
+        for (i, (_, bytes)) in files.iter().enumerate() {
+            let probe = probe_accepted(bytes, bytes.len() as u64, u64::MAX)?;
+            all[i].push(derive_timed(bytes, probe.format, probe.orientation, Decode::ShrinkOnLoad)?.1);
+        }
+    }
+    println!("\nin process, median of {rounds} (decode / resize+orient / JPEG encodes / WebP thumb / total):");
+    let exe = std::env::current_exe()?;
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out)?;
+    for ((name, _), timings) in files.iter().zip(&all) {
+        let median = |f: &dyn Fn(&Timings) -> Duration| {
+            let mut v: Vec<Duration> = timings.iter().map(f).collect();
+            v.sort();
+            ms(percentile(&v, 50.0))
+        };
+        let path = if *name == "JPEG" { &jpeg_path } else { &heic_path };
+        let child = Command::new(&exe).arg("--one").arg(path).arg(&out).output()?;
+        ensure!(child.status.success(), "child failed: {}", String::from_utf8_lossy(&child.stderr));
+        let hwm: f64 = String::from_utf8(child.stdout)?.split(' ').next().context("child output")?.parse()?;
+        println!(
+            "  {name}  {:6.1} / {:6.1} / {:6.1} / {:6.1} / {:6.1} ms; one job's peak RSS {:.0} MiB",
+            median(&|t| t.decode),
+            median(&|t| t.resize),
+            median(&|t| t.encode),
+            median(&|t| t.webp_thumb),
+            median(&|t| t.decode + t.resize + t.encode + t.webp_thumb + t.webp_preview + t.placeholder),
+            hwm / 1024.0
+        );
     }
     Ok(())
 }

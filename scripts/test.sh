@@ -39,6 +39,9 @@ for pkg_file in colord-data:/usr/share/color/icc/colord/AdobeRGB1998.icc \
   [ -e "${pkg_file#*:}" ] || missing+=("${pkg_file%%:*}")
 done
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+# HEIC: the server links Debian's libheif; the tests make HEIC files with its heif-enc.
+[ -e /usr/include/libheif/heif.h ] || missing+=(libheif-dev)
+command -v heif-enc >/dev/null 2>&1 || missing+=(libheif-examples)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 
 echo "== Rust tests (SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"

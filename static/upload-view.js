@@ -14,6 +14,8 @@ import { when } from './event-page.js';
 // Collapsed, the list shows every photo that is being sent or needs the guest, and this many of
 // the photos waiting their turn; the rest are counted in the summary line.
 const QUEUED_SHOWN = 3;
+/** What the file picker offers: every image, HEIC/HEIF by extension and type as well. */
+const ACCEPT = 'image/*,.heic,.heif,image/heic,image/heif';
 
 /** "about 4 min" / "45 s", for a wait or what is left. */
 function duration(ms) {
@@ -41,7 +43,8 @@ export class UploadView {
     this.list = h('ul', { class: 'queue collapsed', id: 'queue-list' });
     this.banner = h('p', { class: 'banner calm', role: 'status', 'data-testid': 'waiting', hidden: true });
 
-    this.input = h('input', { type: 'file', multiple: true, accept: 'image/*', class: 'file-input', id: 'photos' });
+    // HEIC/HEIF named too: some pickers do not count them as image/*.
+    this.input = h('input', { type: 'file', multiple: true, accept: ACCEPT, class: 'file-input', id: 'photos' });
     this.input.addEventListener('change', async () => {
       const files = Array.from(this.input.files || []);
       if (!files.length) return;
@@ -213,6 +216,10 @@ export class UploadView {
         return t('err_image_too_large', { px: Math.round((p.pixels ?? 0) / 1e6), max: Math.round((p.limit_pixels ?? limits.max_image_pixels ?? 0) / 1e6) });
       case 'event_storage_full':
         return t('err_event_storage_full');
+      case 'unsupported_media_type':
+        // The server names the format it found and what it takes (its words follow in the
+        // detail line); the page's own list is only for a refusal without them.
+        return t(p.detail ? 'err_unsupported_media_type_detail' : 'err_unsupported_media_type');
       default:
         if (code && t(`err_${code}`) !== `err_${code}`) return t(`err_${code}`);
         return t('err_refused');

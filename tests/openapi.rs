@@ -283,6 +283,14 @@ fn the_upload_is_the_one_of_api_md(served: &Served) {
     let guest_keys: BTreeSet<&str> =
         guest["properties"].as_object().expect("guest").keys().map(String::as_str).collect();
     assert_eq!(guest_keys, BTreeSet::from(["id", "display_name"]));
+    // The sniffed types, HEIC among them, as docs/api.md lists them.
+    let content_type = upload["properties"]["content_type"]["description"].as_str().unwrap_or_default();
+    for mime in ["image/jpeg", "image/png", "image/gif", "image/webp", "image/heic"] {
+        assert!(content_type.contains(mime), "Upload.content_type names {mime}: {content_type}");
+    }
+    let post = &doc["paths"]["/api/v1/events/{slug}/uploads"]["post"];
+    let refused = deref(doc, &post["responses"]["415"])["description"].as_str().unwrap_or_default();
+    assert!(refused.contains("HEIC") && !refused.contains("not supported by this server"), "415: {refused}");
 }
 
 fn the_upload_form_has_its_parts_in_order(served: &Served) {

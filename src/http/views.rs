@@ -172,7 +172,7 @@ pub struct UploadJson {
     pub filename: String,
     #[schema(required = true, max_length = 500)]
     pub caption: Option<String>,
-    /// Sniffed from the bytes: `image/jpeg`, `image/png`, `image/gif` or `image/webp`.
+    /// Sniffed from the bytes: `image/jpeg`, `image/png`, `image/gif`, `image/webp` or `image/heic`.
     #[schema(examples("image/jpeg"))]
     pub content_type: String,
     #[schema(minimum = 0)]

@@ -10,15 +10,16 @@
 //! turned upright (after resizing: fewer pixels to move), and the thumb is resized from the
 //! upright preview. A PNG is read row by row and averaged down by an integer factor as it
 //! arrives (`png_rows`), so its full size is never held either. GIF (first frame) and WebP go
-//! through the `image` crate. Transparency is flattened onto white. The decoded pixels are
+//! through the `image` crate, HEIC through libheif (`heic`), at full size (HEVC has no
+//! shrink-on-load). Transparency is flattened onto white. The decoded pixels are
 //! then converted to sRGB through the ICC profile the original embeds, if any (`colour`).
 //!
 //! Every decode first estimates, from the header, what it will hold (`budget`); an original
 //! needing more than `MEMORY_BUDGET` is refused before its buffers are allocated.
 //!
 //! JPEG and PNG originals are read as a stream (`derive_streamed`): the decoder takes the bytes
-//! as they come from storage, so the original is never held whole. GIF and WebP decoders need
-//! the whole file; it is read into memory within the budget.
+//! as they come from storage, so the original is never held whole. GIF, WebP and HEIC decoders
+//! need the whole file; it is read into memory within the budget.
 
 use std::io::{BufRead, Cursor, Read};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -30,6 +31,7 @@ use super::probe::ImageFormat;
 
 mod budget;
 pub mod colour;
+mod heic;
 mod placeholder;
 mod png_rows;
 mod webp;
@@ -200,6 +202,7 @@ fn run_within(
         // resizing from the full image would.
         ImageFormat::Png => png_rows::decode_png(original, max_pixels, min_edge.map(|_| PREVIEW_MAX_EDGE), budget),
         ImageFormat::Gif | ImageFormat::WebP => decode_other(original, format, max_pixels, budget),
+        ImageFormat::Heic => heic::decode_heic(original, max_pixels, budget),
     }))
     .map_err(|_| DeriveError::Undecodable("the decoder failed on this file".into()))??;
     colour::to_srgb(&mut decoded, icc.as_deref());
@@ -344,7 +347,7 @@ fn decode_other(
         ImageFormat::Png => image::ImageFormat::Png,
         ImageFormat::Gif => image::ImageFormat::Gif,
         ImageFormat::WebP => image::ImageFormat::WebP,
-        ImageFormat::Jpeg => image::ImageFormat::Jpeg,
+        ImageFormat::Jpeg | ImageFormat::Heic => return Err(undecodable("not a format for the image crate")),
     };
     let mut reader = image::ImageReader::with_format(Cursor::new(&bytes[..]), format);
     let mut limits = image::Limits::default();

@@ -5,6 +5,7 @@
 
 pub mod derive;
 pub mod gif_walk;
+pub mod heif_header;
 pub mod probe;
 
 pub use probe::{ImageFormat, Probe, ProbeError, Sniffed, Sniffer};

@@ -6,11 +6,14 @@
 //! header, a pixel bomb refused before anything is decoded, and a file cut short refused by
 //! its structure (a JPEG without an end-of-image marker after its scan, a PNG without IEND,
 //! a WebP shorter than its RIFF header says). A GIF's frames are counted wherever they lie
-//! (`gif_walk`): the largest of them, not the logical screen, is what a decoder allocates.
+//! (`gif_walk`): the largest of them, not the logical screen, is what a decoder allocates. A
+//! HEIC is read by `heif_header` (its `ispe`, `irot`/`imir`, EXIF, and whether its items' data
+//! is all there).
 
 use chrono::{DateTime, NaiveDate, Utc};
 
 use super::gif_walk::{GifFrames, GifWalker};
+use super::heif_header::{self, HeifError};
 
 /// How much of the start of a file is kept for the probe. JPEG headers with large EXIF
 /// blocks and ICC profiles can run past this; then the probe asks for more (`NeedMore`) and
@@ -24,6 +27,8 @@ pub enum ImageFormat {
     Png,
     Gif,
     WebP,
+    /// HEIC: HEVC images in a HEIF container (`heif_header`).
+    Heic,
 }
 
 impl ImageFormat {
@@ -33,6 +38,7 @@ impl ImageFormat {
             ImageFormat::Png => "image/png",
             ImageFormat::Gif => "image/gif",
             ImageFormat::WebP => "image/webp",
+            ImageFormat::Heic => "image/heic",
         }
     }
 }
@@ -118,7 +124,7 @@ impl Sniffer {
     }
 }
 
-const NOT_AN_IMAGE: &str = "the file is not a supported image (JPEG, PNG, WebP or GIF)";
+const NOT_AN_IMAGE: &str = "the file is not a supported image (JPEG, PNG, WebP, GIF or HEIC)";
 
 /// Decides from the head (and tail) of a file whether it is an image Confetti accepts.
 /// `head` may be longer than `sniffed.head` when the caller re-read more after `NeedMore`.
@@ -127,8 +133,8 @@ pub fn probe(head: &[u8], sniffed: &Sniffed, max_pixels: u64) -> Result<Probe, P
     if header.format == ImageFormat::Gif {
         gif_frames(sniffed.gif, max_pixels)?;
     }
-    let complete = match (header.format, &header.exif) {
-        (ImageFormat::Jpeg, Some((_, sos))) => sniffed.last_jpeg_eoi.is_some_and(|eoi| eoi > *sos as u64),
+    let complete = match (header.format, header.jpeg_scan) {
+        (ImageFormat::Jpeg, Some(sos)) => sniffed.last_jpeg_eoi.is_some_and(|eoi| eoi > sos as u64),
         (ImageFormat::Png, _) => memchr::memmem::find(&sniffed.tail, b"IEND").is_some(),
         (ImageFormat::WebP, _) => {
             let riff_len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as u64;
@@ -153,29 +159,38 @@ struct Header<'a> {
     format: ImageFormat,
     width: u32,
     height: u32,
-    /// For a JPEG: its EXIF block, if any, and where its first scan starts.
-    exif: Option<(Option<&'a [u8]>, usize)>,
+    /// The EXIF block (TIFF data), if any.
+    exif: Option<&'a [u8]>,
+    /// For a JPEG: where its first scan starts.
+    jpeg_scan: Option<usize>,
+    /// For a HEIC whose `irot`/`imir` say how it is shown: that, as an EXIF orientation
+    /// (its EXIF orientation is then ignored).
+    transform: Option<u16>,
 }
 
 fn header(head: &[u8], file_len: u64, max_pixels: u64) -> Result<Header<'_>, ProbeError> {
-    let (format, width, height, exif) = if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+    let (mut exif, mut jpeg_scan, mut transform) = (None, None, None);
+    let (format, width, height) = if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
         let jpeg = jpeg_header(head, file_len)?;
-        (ImageFormat::Jpeg, jpeg.width, jpeg.height, Some((jpeg.exif, jpeg.sos_offset)))
+        (exif, jpeg_scan) = (jpeg.exif, Some(jpeg.sos_offset));
+        (ImageFormat::Jpeg, jpeg.width, jpeg.height)
     } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
         let (w, h) = png_size(head)?;
-        (ImageFormat::Png, w, h, None)
+        (ImageFormat::Png, w, h)
     } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
         let (w, h) = gif_size(head)?;
-        (ImageFormat::Gif, w, h, None)
+        (ImageFormat::Gif, w, h)
     } else if head.len() >= 12 && &head[0..4] == b"RIFF" && &head[8..12] == b"WEBP" {
         let (w, h) = webp_size(head)?;
-        (ImageFormat::WebP, w, h, None)
-    } else if is_heif(head) {
-        return Err(ProbeError::Unsupported(
-            "HEIC/HEIF photos are not supported by this server yet; on an iPhone choose \
-             Settings → Camera → Formats → Most Compatible, or share the photo as JPEG"
-                .into(),
-        ));
+        (ImageFormat::WebP, w, h)
+    } else if heif_header::is_heif(head) {
+        let heif = heif_header::read(head, file_len, max_pixels).map_err(|e| match e {
+            HeifError::Unsupported(why) => ProbeError::Unsupported(why),
+            HeifError::NeedMore(want) => ProbeError::NeedMore(want),
+            HeifError::TooManyPixels(pixels) => ProbeError::TooManyPixels { pixels, limit: max_pixels },
+        })?;
+        (exif, transform) = (heif.exif, heif.transformed.then_some(heif.orientation));
+        (ImageFormat::Heic, heif.width, heif.height)
     } else {
         return Err(ProbeError::Unsupported(NOT_AN_IMAGE.into()));
     };
@@ -187,15 +202,13 @@ fn header(head: &[u8], file_len: u64, max_pixels: u64) -> Result<Header<'_>, Pro
     if pixels > max_pixels {
         return Err(ProbeError::TooManyPixels { pixels, limit: max_pixels });
     }
-    Ok(Header { format, width, height, exif })
+    Ok(Header { format, width, height, exif, jpeg_scan, transform })
 }
 
 impl Header<'_> {
     fn probe(self) -> Probe {
-        let (orientation, taken_at) = match self.exif {
-            Some((Some(exif), _)) => read_exif(exif),
-            _ => (1, None),
-        };
+        let (orientation, taken_at) = self.exif.map_or((1, None), read_exif);
+        let orientation = self.transform.unwrap_or(orientation);
         let (width, height) =
             if (5..=8).contains(&orientation) { (self.height, self.width) } else { (self.width, self.height) };
         Probe { format: self.format, width, height, orientation, taken_at }
@@ -328,15 +341,6 @@ fn webp_size(head: &[u8]) -> Result<(u32, u32), ProbeError> {
         }
         _ => Err(damaged()),
     }
-}
-
-fn is_heif(head: &[u8]) -> bool {
-    head.len() >= 12
-        && &head[4..8] == b"ftyp"
-        && matches!(
-            &head[8..12],
-            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" | b"avif"
-        )
 }
 
 /// Orientation and capture time from a JPEG's EXIF block; a damaged block is ignored

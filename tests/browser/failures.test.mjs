@@ -151,7 +151,7 @@ test('quota exceeded: what is left, the server’s words, Remove (no "Send now")
   });
 });
 
-test('not an image: the server’s words name the format, a placeholder with the file name, no broken thumbnail', { timeout: 60_000 }, async () => {
+test('not an image: the server’s words name the format (no list of the page’s own), a placeholder with the file name, no broken thumbnail', { timeout: 60_000 }, async () => {
   const event = await f.server.createEvent();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'confetti-notimage-'));
   const fake = path.join(dir, 'party-notes.jpg');
@@ -165,9 +165,11 @@ test('not an image: the server’s words name the format, a placeholder with the
     const item = page.locator(`[data-client-upload-id="${key}"]`);
     assert.equal(await item.getAttribute('data-error'), 'unsupported_media_type');
     assert.equal(await item.getAttribute('data-final'), 'true');
-    assert.match(await item.locator('.q-msg').textContent(), /Kein unterstütztes Bild \(JPEG, PNG, WebP oder GIF\)/);
+    assert.equal(await item.locator('.q-msg').textContent(), 'Diese Datei kann der Server nicht als Foto annehmen.');
     assert.ok(bodies[0]?.detail, 'the server gave a detail');
     assert.equal(await item.locator('.q-detail').textContent(), `Der Server sagt: „${bodies[0].detail}“`);
+    assert.match(bodies[0].detail, /HEIC/, 'the server names what it takes');
+    assert.match(await page.locator('input[type=file]').getAttribute('accept'), /^image\/\*,.*\.heic.*image\/heic/);
     assert.equal(await item.locator('img.q-thumb').count(), 0, 'no broken image');
     assert.equal(await item.locator('.q-placeholder').textContent(), 'party-notes.jpg');
     assert.equal(await item.locator('button[data-action=retry]').isVisible(), false);

@@ -37,7 +37,11 @@ pub fn png(w: u32, h: u32) -> Vec<u8> {
 
 /// A JPEG whose EXIF says "rotate 90° clockwise to display" (orientation 6).
 pub fn jpeg_with_orientation(w: u32, h: u32, orientation: u16) -> Vec<u8> {
-    let plain = jpeg(w, h);
+    with_orientation(&jpeg(w, h), orientation)
+}
+
+/// The JPEG `plain` with an EXIF block holding only `orientation`.
+pub fn with_orientation(plain: &[u8], orientation: u16) -> Vec<u8> {
     let mut tiff = b"MM\0\x2a\0\0\0\x08".to_vec();
     tiff.extend_from_slice(&1u16.to_be_bytes()); // one IFD entry
     tiff.extend_from_slice(&0x0112u16.to_be_bytes()); // Orientation
@@ -46,7 +50,7 @@ pub fn jpeg_with_orientation(w: u32, h: u32, orientation: u16) -> Vec<u8> {
     tiff.extend_from_slice(&orientation.to_be_bytes());
     tiff.extend_from_slice(&[0, 0]);
     tiff.extend_from_slice(&0u32.to_be_bytes()); // no next IFD
-    with_exif(&plain, &tiff)
+    with_exif(plain, &tiff)
 }
 
 /// A PNG whose header declares `w`×`h` pixels, with a tiny (invalid) data chunk:

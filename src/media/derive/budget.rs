@@ -93,6 +93,16 @@ pub fn jpeg_decode_bytes(frame: &JpegFrame, out_width: u32, out_height: u32, out
     coefficients + planes + output
 }
 
+/// Bytes libheif and `heic` hold to decode a HEIC of `width` × `height` stored pixels with
+/// `luma_bits` per sample to `channels` 8-bit channels: the decoder's picture and libheif's
+/// copy of it (YCbCr, counted as 4:4:4, 1 or 2 bytes a sample), libheif's RGB(A) image and
+/// `heic`'s copy of that without row padding.
+pub fn heic_decode_bytes(width: u32, height: u32, luma_bits: u32, channels: usize) -> u64 {
+    let pixels = u64::from(width) * u64::from(height);
+    let sample = if luma_bits > 8 { 2 } else { 1 };
+    pixels * (2 * 3 * sample + 2 * channels as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
