@@ -58,6 +58,8 @@ impl AppState {
             IngestLimits {
                 max_upload_bytes: settings.max_upload_bytes,
                 max_image_pixels: settings.max_image_pixels,
+                max_video_bytes: settings.max_video_bytes,
+                max_video_seconds: settings.max_video_seconds,
                 min_free_bytes: settings.min_free_bytes,
             },
             Arc::clone(&derivatives),

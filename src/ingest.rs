@@ -49,6 +49,7 @@ mod parts;
 mod receive;
 mod staged;
 mod store;
+mod video;
 
 pub use error::IngestError;
 pub use parts::{Part, PartsError, UploadParts};
@@ -75,6 +76,9 @@ pub struct Ingest {
 pub struct IngestLimits {
     pub max_upload_bytes: u64,
     pub max_image_pixels: u64,
+    /// Videos have their own size limit, and a duration limit.
+    pub max_video_bytes: u64,
+    pub max_video_seconds: u64,
     /// New files are refused while the photo store has less free space (0: no floor).
     pub min_free_bytes: u64,
 }
@@ -91,6 +95,13 @@ pub enum Ingested {
 /// Pauses before reading a committed upload back again; then it is answered from the row
 /// just written.
 const READ_BACK_RETRIES: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(200)];
+
+impl IngestLimits {
+    /// The most bytes any file may have, photo or video: what a body may carry.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_upload_bytes.max(self.max_video_bytes)
+    }
+}
 
 impl Ingest {
     pub fn new(

@@ -27,7 +27,7 @@ use crate::db::Db;
 use crate::db::blob_jobs::BlobJobKind;
 use crate::db::derivatives::{ClaimedJob, Made};
 use crate::db::live::LiveKind;
-use crate::domain::UploadStatus;
+use crate::domain::{MediaKind, UploadStatus};
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::live::LiveHub;
 use crate::media::probe::HEAD_BYTES;
@@ -188,6 +188,10 @@ impl DerivativeWorkers {
             return Ok(Outcome::Gone);
         }
         let (event_id, upload_id) = (row.event_id, row.id);
+        if row.kind == MediaKind::Video {
+            // Ready and playable; its poster comes with the poster step.
+            return Ok(Outcome::Ready(Made::default()));
+        }
         let original = self.blobs.get_original(event_id, upload_id, None).await?;
         let len = original.meta.size;
         let reader: Box<dyn Read + Send> = match original.payload {
@@ -214,7 +218,7 @@ impl DerivativeWorkers {
         self.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(derived.thumb.bytes)).await?;
         self.blobs.put(BlobKey::Preview { event_id, upload_id }, Bytes::from(derived.preview.bytes)).await?;
         self.blobs.put(BlobKey::ThumbWebp { event_id, upload_id }, Bytes::from(derived.thumb_webp.bytes)).await?;
-        Ok(Outcome::Ready(Made { webp: true, placeholder: Some(derived.placeholder) }))
+        Ok(Outcome::Ready(Made { webp: true, placeholder: Some(derived.placeholder), poster: false }))
     }
 
     async fn finish(&self, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {

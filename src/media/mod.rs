@@ -6,5 +6,6 @@
 pub mod derive;
 pub mod gif_walk;
 pub mod probe;
+pub mod video;
 
 pub use probe::{ImageFormat, Probe, ProbeError, Sniffed, Sniffer};
