@@ -39,6 +39,8 @@ for pkg_file in colord-data:/usr/share/color/icc/colord/AdobeRGB1998.icc \
   [ -e "${pkg_file#*:}" ] || missing+=("${pkg_file%%:*}")
 done
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+# The video tests make their clips with ffmpeg (H.264, VP9, AAC), and the server makes posters with it.
+command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 
 echo "== Rust tests (SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"

@@ -1,6 +1,7 @@
 //! Videos on every backend: MP4 (moov first or last), MOV and WebM accepted with their kind,
-//! duration and displayed size read from the container's header; a rotated video's poster
-//! upright; a file that starts like an MP4 and is not one refused before its bytes are stored;
+//! duration and displayed size read from the container's header; a poster (thumb, preview,
+//! placeholder) made by `ffmpeg`, upright for a rotated video, and none (still ready, still
+//! playable) on a server without `ffmpeg`; a file that starts like an MP4 and is not one refused before its bytes are stored;
 //! the original served in ranges as its video type; the video limits (size, duration) refused
 //! with the contract's codes. The clips are made by `ffmpeg` in each test.
 
@@ -155,6 +156,14 @@ async fn a_video_is_ready_and_served_in_ranges_as_its_type(backend: Backend) {
     let id = upload["id"].as_str().expect("id");
     let settled = settled(&app, &guest.token, id).await;
     assert_eq!(settled["status"], "ready", "{settled}");
+    assert_eq!(settled["poster"], true, "{settled}");
+    assert!(settled["placeholder"].is_string(), "{settled}");
+    let (w, h) = poster_size(&app, &guest.token, &settled, "thumb").await;
+    assert_eq!((w, h), (320, 240), "a small video's thumb keeps its size");
+    let (w, h) = poster_size(&app, &guest.token, &settled, "preview").await;
+    assert_eq!((w, h), (320, 240));
+    let copies = common::all_files(&app.data_dir.path().join("poster-tmp"));
+    assert_eq!(copies, Vec::<PathBuf>::new(), "no temporary copy is left behind");
 
     let original = app.url(&format!("/api/v1/uploads/{id}/original"));
     let response = app
@@ -187,6 +196,47 @@ async fn a_rotated_video_is_shown_upright(backend: Backend) {
     let upload = upload_video(&app, &guest, &clip, "portrait.mp4", "video/mp4").await;
     // Displayed size: turned.
     assert_eq!((upload["width"].as_i64(), upload["height"].as_i64()), (Some(240), Some(320)), "{upload}");
+    let settled = settled(&app, &guest.token, upload["id"].as_str().expect("id")).await;
+    assert_eq!(settled["poster"], true, "{settled}");
+    // The poster is upright: portrait, as the phone was held.
+    assert_eq!(poster_size(&app, &guest.token, &settled, "thumb").await, (240, 320));
+    assert_eq!(poster_size(&app, &guest.token, &settled, "preview").await, (240, 320));
+}
+
+/// The size of an Upload's thumb or preview, as served (JPEG: asked with `Accept: image/jpeg`).
+async fn poster_size(app: &TestApp, token: &str, upload: &Value, which: &str) -> (u32, u32) {
+    let url = upload["urls"][which].as_str().unwrap_or_else(|| panic!("a {which} url: {upload}"));
+    let response =
+        app.client.get(app.url(url)).bearer_auth(token).header("accept", "image/jpeg").send().await.expect("GET");
+    assert_eq!(response.status(), StatusCode::OK, "{which}");
+    assert_eq!(response.headers()["content-type"], "image/jpeg");
+    let bytes = response.bytes().await.expect("body");
+    let image = image::load_from_memory(&bytes).expect("a JPEG");
+    (image.width(), image.height())
+}
+
+async fn without_ffmpeg_a_video_is_ready_and_plays_without_a_poster(backend: Backend) {
+    let dir = tempfile::tempdir().expect("dir");
+    let clip = mp4(dir.path(), 2, false);
+    let options = Options { ffmpeg: PathBuf::from("/nonexistent/ffmpeg"), ..Options::default() };
+    let app = TestApp::spawn_with(backend, options).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Ada").await;
+    let upload = upload_video(&app, &guest, &clip, "clip.mp4", "video/mp4").await;
+    assert_eq!(upload["poster"], false, "not yet: {upload}");
+    let id = upload["id"].as_str().expect("id");
+    let settled = settled(&app, &guest.token, id).await;
+    assert_eq!((settled["status"].as_str(), settled["poster"].as_bool()), (Some("ready"), Some(false)), "{settled}");
+    assert!(settled["urls"]["thumb"].is_null() && settled["urls"]["preview"].is_null(), "{settled}");
+    assert!(settled["placeholder"].is_null(), "{settled}");
+    let (status, _) = app.get_json(&format!("/api/v1/uploads/{id}/thumb"), &guest.token).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let response =
+        app.client.get(app.url(&format!("/api/v1/uploads/{id}/original"))).bearer_auth(&guest.token).send().await;
+    let response = response.expect("GET");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.bytes().await.expect("body").len(), clip.len(), "the video plays from its original");
+    assert_eq!(app.derivative_files(), Vec::<PathBuf>::new(), "no poster files");
 }
 
 /// The bytes of a multipart body whose file part starts with `prefix`, in pieces: the part
@@ -307,10 +357,13 @@ async fn an_mp4_without_a_video_track_or_in_another_codec_is_refused_by_name(bac
     app.assert_nothing_stored(&guest).await;
 }
 
+// On S3 the movie header at the end is read back with a range request, and `ffmpeg` reads a
+// temporary copy of the original.
+every_store!(a_video_is_ready_and_served_in_ranges_as_its_type, a_rotated_video_is_shown_upright);
+
 both_backends!(
     mp4_mov_and_webm_are_accepted_with_their_kind_duration_and_size,
-    a_video_is_ready_and_served_in_ranges_as_its_type,
-    a_rotated_video_is_shown_upright,
+    without_ffmpeg_a_video_is_ready_and_plays_without_a_poster,
     a_file_that_starts_like_an_mp4_but_is_not_one_is_refused_before_it_is_stored,
     videos_are_held_to_their_own_limits,
     an_mp4_without_a_video_track_or_in_another_codec_is_refused_by_name,
