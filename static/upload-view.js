@@ -41,7 +41,7 @@ export class UploadView {
     this.list = h('ul', { class: 'queue collapsed', id: 'queue-list' });
     this.banner = h('p', { class: 'banner calm', role: 'status', 'data-testid': 'waiting', hidden: true });
 
-    this.input = h('input', { type: 'file', multiple: true, accept: 'image/*', class: 'file-input', id: 'photos' });
+    this.input = h('input', { type: 'file', multiple: true, accept: 'image/*,video/mp4,video/quicktime,video/webm', class: 'file-input', id: 'photos' });
     this.input.addEventListener('change', async () => {
       const files = Array.from(this.input.files || []);
       if (!files.length) return;
@@ -209,6 +209,8 @@ export class UploadView {
         return t('err_quota_exceeded', { left: formatBytes(p.remaining_bytes, lang()), total: formatBytes(p.quota_bytes, lang()), size: formatBytes(item.size, lang()) });
       case 'file_too_large':
         return t('err_file_too_large', { max: formatBytes(p.limit_bytes ?? limits.max_upload_bytes, lang()) });
+      case 'video_too_long':
+        return t('err_video_too_long', { s: p.duration_s ?? '?', max: p.limit_seconds ?? limits.max_video_seconds ?? '?' });
       case 'image_too_large':
         return t('err_image_too_large', { px: Math.round((p.pixels ?? 0) / 1e6), max: Math.round((p.limit_pixels ?? limits.max_image_pixels ?? 0) / 1e6) });
       case 'event_storage_full':

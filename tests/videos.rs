@@ -139,6 +139,22 @@ async fn mp4_mov_and_webm_are_accepted_with_their_kind_duration_and_size(backend
     let upload = upload_video(&app, &guest, &mov, "IMG_0002.MOV", "video/quicktime").await;
     assert_eq!(upload["content_type"], "video/quicktime", "{upload}");
 
+    // The organiser's archive holds the videos under safe names with their format's extension.
+    let organiser = app.organiser_login(&event).await;
+    let response = app
+        .client
+        .get(app.url(&format!("/api/v1/events/{}/export.zip", event.slug)))
+        .bearer_auth(&organiser)
+        .send()
+        .await
+        .expect("GET export.zip");
+    assert_eq!(response.status(), StatusCode::OK);
+    let entries = common::reading::unzip(response.bytes().await.expect("zip").to_vec()).await;
+    let mut names: Vec<&str> = entries.keys().map(String::as_str).collect();
+    names.sort();
+    assert_eq!(names, ["Ada - IMG_0001.mp4", "Ada - IMG_0002.mov", "Ada - clip.webm", "Ada - fast.mp4"]);
+    assert_eq!(entries["Ada - clip.webm"], clip, "the original bytes");
+
     // A photo is still a photo, with no duration.
     let photo = common::upload_ok(&app, &guest, &images::jpeg(64, 48)).await;
     assert_eq!((photo["kind"].as_str(), photo["duration_s"].is_null()), (Some("photo"), true), "{photo}");
