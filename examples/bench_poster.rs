@@ -70,7 +70,7 @@ async fn main() -> Result<()> {
     let (mut frames, mut derives, mut totals) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         let started = Instant::now();
-        let Some(png) = ffmpeg.poster_of_file(&clip, Some(60_000)).await else { bail!("no frame") };
+        let Some(png) = ffmpeg.poster_of_file(&clip, "video/mp4", Some(60_000)).await else { bail!("no frame") };
         let frame = started.elapsed();
         let png_bytes = png.len();
         let derived = tokio::task::spawn_blocking(move || derive(&png, ImageFormat::Png, 1)).await??;

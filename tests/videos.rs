@@ -134,10 +134,17 @@ async fn mp4_mov_and_webm_are_accepted_with_their_kind_duration_and_size(backend
     assert!((seconds(&upload) - 2.0).abs() < 0.15, "{upload}");
     assert_eq!((upload["width"].as_i64(), upload["height"].as_i64()), (Some(320), Some(240)));
 
+    let webm_id = upload["id"].as_str().expect("id").to_owned();
+
     let mov =
         ffmpeg(dir.path(), "clip.mov", &["-i", dir.path().join("clip.mp4").to_str().expect("path"), "-c", "copy"]);
     let upload = upload_video(&app, &guest, &mov, "IMG_0002.MOV", "video/quicktime").await;
     assert_eq!(upload["content_type"], "video/quicktime", "{upload}");
+    // Each container's poster is made by its own demuxer.
+    for id in [webm_id.as_str(), upload["id"].as_str().expect("id")] {
+        let settled = settled(&app, &guest.token, id).await;
+        assert_eq!((settled["status"].as_str(), settled["poster"].as_bool()), (Some("ready"), Some(true)), "{settled}");
+    }
 
     // The organiser's archive holds the videos under safe names with their format's extension.
     let organiser = app.organiser_login(&event).await;

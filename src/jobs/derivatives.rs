@@ -245,7 +245,8 @@ impl DerivativeWorkers {
         let original = self.blobs.get_original(event_id, upload_id, None).await?;
         self.queue.started.fetch_add(1, Relaxed);
         let started = std::time::Instant::now();
-        let Some(png) = self.ffmpeg.poster(original, row.duration_ms, self.max_video_bytes).await? else {
+        let Some(png) = self.ffmpeg.poster(original, &row.content_type, row.duration_ms, self.max_video_bytes).await?
+        else {
             return Ok(Outcome::Ready(Made::default()));
         };
         let frame_ms = started.elapsed().as_millis();

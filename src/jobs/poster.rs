@@ -83,6 +83,7 @@ impl Ffmpeg {
     pub async fn poster(
         &self,
         original: object_store::GetResult,
+        content_type: &str,
         duration_ms: Option<i64>,
         max_bytes: u64,
     ) -> anyhow::Result<Option<Vec<u8>>> {
@@ -96,12 +97,16 @@ impl Ffmpeg {
                 (copy.path.clone(), Some(copy))
             }
         };
-        Ok(self.poster_of_file(&path, duration_ms).await)
+        Ok(self.poster_of_file(&path, content_type, duration_ms).await)
     }
 
-    /// The poster frame of the video at `path` (see `poster`).
-    pub async fn poster_of_file(&self, path: &Path, duration_ms: Option<i64>) -> Option<Vec<u8>> {
+    /// The poster frame of the video at `path`, of the type the probe found (see `poster`).
+    pub async fn poster_of_file(&self, path: &Path, content_type: &str, duration_ms: Option<i64>) -> Option<Vec<u8>> {
         let program = self.program.as_deref()?;
+        let Some(demuxer) = demuxer(content_type) else {
+            tracing::warn!(content_type, "no poster for this type");
+            return None;
+        };
         let at = duration_ms.map_or(0.0, |ms| (ms as f64 / 1000.0 * 0.1).min(POSTER_AT_S));
         // Past the last frame of a very short video, `ffmpeg` writes nothing: then the first.
         let mut tries = vec![at];
@@ -109,7 +114,7 @@ impl Ffmpeg {
             tries.push(0.0);
         }
         for at in tries {
-            match frame(program, path, at).await {
+            match frame(program, path, demuxer, at).await {
                 Ok(png) if !png.is_empty() => return Some(png),
                 Ok(_) => tracing::debug!(at, "ffmpeg wrote no frame"),
                 Err(why) => {
@@ -122,11 +127,23 @@ impl Ffmpeg {
     }
 }
 
-/// Runs `ffmpeg` for one frame at `at` seconds.
-async fn frame(program: &Path, input: &Path, at: f64) -> anyhow::Result<Vec<u8>> {
+/// The `ffmpeg` demuxer of the container the probe found: `ffmpeg` is told what it reads, never
+/// left to guess from bytes a guest chose.
+fn demuxer(content_type: &str) -> Option<&'static str> {
+    match content_type {
+        "video/mp4" | "video/quicktime" => Some("mov"),
+        "video/webm" | "video/x-matroska" => Some("matroska"),
+        _ => None,
+    }
+}
+
+/// Runs `ffmpeg` for one frame at `at` seconds. It reads the one local file, nothing it names
+/// (`-protocol_whitelist file`; MOV data references stay off, `ffmpeg`'s default).
+async fn frame(program: &Path, input: &Path, demuxer: &str, at: f64) -> anyhow::Result<Vec<u8>> {
     let edge = PREVIEW_MAX_EDGE;
     let mut child = Command::new(program)
         .args(["-nostdin", "-hide_banner", "-loglevel", "error", "-threads", "2"])
+        .args(["-protocol_whitelist", "file", "-f", demuxer])
         .args(["-ss", &format!("{at:.3}"), "-i"])
         .arg(input)
         .args(["-map", "0:v:0", "-frames:v", "1", "-an", "-sn", "-dn"])
