@@ -327,6 +327,30 @@ async fn a_file_that_starts_like_an_mp4_but_is_not_one_is_refused_before_it_is_s
     app.assert_nothing_stored(&guest).await;
 }
 
+/// Where a file's `mdat` box starts: what comes before it is the header of a fast-start MP4.
+fn mdat_offset(file: &[u8]) -> usize {
+    let mut at = 0;
+    while &file[at + 4..at + 8] != b"mdat" {
+        at += u32::from_be_bytes([file[at], file[at + 1], file[at + 2], file[at + 3]]) as usize;
+    }
+    at
+}
+
+async fn a_fast_start_video_over_the_duration_limit_is_refused_before_its_data_is_stored(backend: Backend) {
+    let dir = tempfile::tempdir().expect("dir");
+    let clip = mp4(dir.path(), 3, true);
+    let app = TestApp::spawn_with(backend, Options { max_video_seconds: 1, ..Options::default() }).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Ada").await;
+    // Its header (type, movie header), then megabytes of media data.
+    let header = &clip[..mdat_offset(&clip) + 8];
+    let (response, in_flight) = send_in_two_stages(&app, &guest, header).await;
+    assert_eq!(in_flight, Vec::<PathBuf>::new(), "nothing was being stored once the header had passed");
+    let problem = assert_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "video_too_long").await;
+    assert_eq!((problem["duration_s"].as_u64(), problem["limit_seconds"].as_u64()), (Some(3), Some(1)), "{problem}");
+    app.assert_nothing_stored(&guest).await;
+}
+
 async fn videos_are_held_to_their_own_limits(backend: Backend) {
     let dir = tempfile::tempdir().expect("dir");
     let clip = mp4(dir.path(), 2, false);
@@ -389,5 +413,6 @@ both_backends!(
     without_ffmpeg_a_video_is_ready_and_plays_without_a_poster,
     a_file_that_starts_like_an_mp4_but_is_not_one_is_refused_before_it_is_stored,
     videos_are_held_to_their_own_limits,
+    a_fast_start_video_over_the_duration_limit_is_refused_before_its_data_is_stored,
     an_mp4_without_a_video_track_or_in_another_codec_is_refused_by_name,
 );

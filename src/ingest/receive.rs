@@ -40,6 +40,8 @@ impl Upload {
         let mut blob: Option<(BlobWriter, Staged)> = None;
         let mut sniffer = Sniffer::default();
         let mut container = ContainerWalker::default();
+        // A movie header that comes first is checked as soon as it has passed.
+        let mut moov_checked = false;
         let mut hasher = Sha256::new();
         let mut bytes: u64 = 0;
         let stop = loop {
@@ -58,6 +60,12 @@ impl Upload {
             };
             if let Some(why) = container.refusal() {
                 break Some(Stop::Refused(IngestError::UnsupportedMediaType(why.to_owned())));
+            }
+            if !moov_checked && let Some((kind, moov)) = container.streamed_moov() {
+                moov_checked = true;
+                if let Some(refusal) = ingest.early_video_refusal(kind, moov.to_vec()).await {
+                    break Some(Stop::Refused(refusal));
+                }
             }
             if bytes > max {
                 break Some(Stop::Refused(IngestError::TooLarge { limit_bytes: max }));
@@ -95,6 +103,8 @@ impl Upload {
                 Stop::Refused(
                     refusal @ (IngestError::TooLarge { .. }
                     | IngestError::UnsupportedMediaType(_)
+                    | IngestError::VideoTooLong { .. }
+                    | IngestError::TooManyPixels { .. }
                     | IngestError::QuotaExceeded { .. }
                     | IngestError::EventStorageFull { .. }),
                 ) => Ok(File::Refused(refusal)),

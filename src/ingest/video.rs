@@ -41,17 +41,7 @@ impl Ingest {
             });
         }
         let probe = self.probe_video(received).await?;
-        let pixels = u64::from(probe.width) * u64::from(probe.height);
-        let max_pixels = self.limits.max_image_pixels;
-        if pixels > max_pixels {
-            return Err(IngestError::TooManyPixels { pixels, limit: max_pixels });
-        }
-        let limit_s = self.limits.max_video_seconds;
-        if let Some(ms) = probe.duration_ms
-            && ms > limit_s.saturating_mul(1000)
-        {
-            return Err(IngestError::VideoTooLong { duration_s: ms.div_ceil(1000), limit_s });
-        }
+        self.check_video(&probe)?;
         tracing::debug!(?probe, "video probed");
         Ok(Probed {
             kind: MediaKind::Video,
@@ -63,16 +53,52 @@ impl Ingest {
         })
     }
 
+    /// The operator's limits on a video, from its header: frame size and duration.
+    fn check_video(&self, probe: &VideoProbe) -> Result<(), IngestError> {
+        let pixels = u64::from(probe.width) * u64::from(probe.height);
+        let max_pixels = self.limits.max_image_pixels;
+        if pixels > max_pixels {
+            return Err(IngestError::TooManyPixels { pixels, limit: max_pixels });
+        }
+        let limit_s = self.limits.max_video_seconds;
+        if let Some(ms) = probe.duration_ms
+            && ms > limit_s.saturating_mul(1000)
+        {
+            return Err(IngestError::VideoTooLong { duration_s: ms.div_ceil(1000), limit_s });
+        }
+        Ok(())
+    }
+
+    /// While a video still arrives: the refusal its movie header already tells (damaged, no video
+    /// track, another codec, too long), when the header came first and whole.
+    pub(super) async fn early_video_refusal(&self, container: Container, moov: Vec<u8>) -> Option<IngestError> {
+        let parsed = self.blocking.media(move || video::bmff::parse_moov_box(&moov, container)).await;
+        match parsed {
+            Ok(Ok(probe)) => self.check_video(&probe).err(),
+            Ok(Err(e)) => Some(IngestError::UnsupportedMediaType(e.to_string())),
+            // The pool failing says nothing about the file: the check at the end decides.
+            Err(e) => {
+                tracing::warn!(error = %e, "could not check a video's header early");
+                None
+            }
+        }
+    }
+
     async fn probe_video(&self, received: &Received) -> Result<VideoProbe, IngestError> {
         let refuse = |why: String| IngestError::UnsupportedMediaType(why);
         match &received.container {
             ContainerSniff::NotVideo => Err(refuse("the file is not a video".into())),
             ContainerSniff::Damaged(why) => Err(refuse(why.clone())),
-            ContainerSniff::Bmff { container, moov: None } => Err(refuse(format!(
+            ContainerSniff::Bmff { container, moov: None, .. } => Err(refuse(format!(
                 "the {} file has no movie header (moov): it is cut short or damaged",
                 container.name()
             ))),
-            ContainerSniff::Bmff { container, moov: Some((at, size)) } => {
+            ContainerSniff::Bmff { container, streamed_moov: Some(moov), .. } => {
+                let (container, moov) = (*container, moov.clone());
+                let result = self.blocking.media(move || video::bmff::parse_moov_box(&moov, container)).await?;
+                result.map_err(|e| IngestError::UnsupportedMediaType(e.to_string()))
+            }
+            ContainerSniff::Bmff { container, moov: Some((at, size)), .. } => {
                 self.probe_moov(received, *container, *at, *size).await
             }
             ContainerSniff::Ebml { .. } => self.probe_ebml(received).await,

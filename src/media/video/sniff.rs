@@ -2,7 +2,9 @@
 //! else (so the video size limit applies from then on), and walks an MP4's top-level boxes as
 //! they pass, so a file that starts like an MP4 but is not one is refused after its first few
 //! kilobytes rather than after its last, and the movie header (`moov`) is found wherever it is —
-//! at the end, in files from phones that do not write it first. Only a few bytes are held.
+//! at the end, in files from phones that do not write it first. A movie header that comes before
+//! the media data (a "fast start" file) and is at most `MAX_STREAMED_MOOV` is kept as it passes,
+//! so the video's duration is checked before the rest arrives; otherwise only a few bytes are held.
 
 use super::bmff::{box_header, container_of, plausible_type};
 use super::ebml::{EBML_MAGIC, doc_type};
@@ -10,6 +12,8 @@ use super::{Container, Span};
 
 /// Top-level boxes of one MP4 (a fragmented file has two per fragment).
 const MAX_TOP_BOXES: u64 = 1_000_000;
+/// A movie header kept as it streams by: one of a half-hour phone video is about 1 MB.
+pub const MAX_STREAMED_MOOV: u64 = 1024 * 1024;
 /// An EBML header longer than this is not one a muxer wrote.
 const MAX_EBML_HEADER: usize = 4096;
 
@@ -19,7 +23,7 @@ pub enum ContainerSniff {
     /// Not a video container: the image probe decides.
     NotVideo,
     /// An ISO BMFF video; where its movie header is, if it has one.
-    Bmff { container: Container, moov: Option<Span> },
+    Bmff { container: Container, moov: Option<Span>, streamed_moov: Option<Vec<u8>> },
     /// A WebM or Matroska video; its headers are at its start.
     Ebml { container: Container },
     /// It started as a video container and then was not one.
@@ -60,6 +64,11 @@ struct Boxes {
     header: Vec<u8>,
     count: u64,
     moov: Option<Span>,
+    /// The movie header's bytes, header included, while they pass (when it comes before the
+    /// media data and is small enough). One at the end is read back from the store instead.
+    moov_bytes: Option<Vec<u8>>,
+    /// A media data box has passed.
+    seen_mdat: bool,
     /// The last box said "to the end of the file".
     to_end: bool,
 }
@@ -71,6 +80,15 @@ impl ContainerWalker {
             State::Undecided(_) => None,
             State::NotVideo => Some(false),
             State::Bmff(_) | State::EbmlHead(_) | State::Ebml(_) | State::Damaged(_) => Some(true),
+        }
+    }
+
+    /// The movie header (and its container), once it has passed whole, when it was small
+    /// enough to keep.
+    pub fn streamed_moov(&self) -> Option<(Container, &[u8])> {
+        match &self.state {
+            State::Bmff(boxes) => boxes.streamed_moov().map(|moov| (boxes.container, moov)),
+            _ => None,
         }
     }
 
@@ -129,8 +147,16 @@ impl ContainerWalker {
             self.state = State::NotVideo;
             return;
         };
-        let mut boxes =
-            Boxes { container, next: 0, header: Vec::with_capacity(16), count: 0, moov: None, to_end: false };
+        let mut boxes = Boxes {
+            container,
+            next: 0,
+            header: Vec::with_capacity(16),
+            count: 0,
+            moov: None,
+            moov_bytes: None,
+            seen_mdat: false,
+            to_end: false,
+        };
         let fed = boxes.feed(&first, 0).and_then(|()| boxes.feed(rest, rest_start));
         self.state = match fed {
             Ok(()) => State::Bmff(boxes),
@@ -164,8 +190,27 @@ impl ContainerWalker {
 }
 
 impl Boxes {
-    /// Follows the top-level boxes through `data`, which starts at offset `start`.
+    /// Follows the top-level boxes through `data`, which starts at offset `start`, keeping a
+    /// small movie header's bytes as they pass.
     fn feed(&mut self, data: &[u8], start: u64) -> Result<(), String> {
+        self.walk(data, start)?;
+        if let (Some((at, size)), Some(kept)) = (self.moov, &mut self.moov_bytes) {
+            let from = start.max(at + kept.len() as u64);
+            let to = (start + data.len() as u64).min(at.saturating_add(size));
+            if from < to {
+                kept.extend_from_slice(&data[(from - start) as usize..(to - start) as usize]);
+            }
+        }
+        Ok(())
+    }
+
+    /// A complete movie header kept as it passed.
+    fn streamed_moov(&self) -> Option<&[u8]> {
+        let (_, size) = self.moov?;
+        self.moov_bytes.as_deref().filter(|kept| kept.len() as u64 == size)
+    }
+
+    fn walk(&mut self, data: &[u8], start: u64) -> Result<(), String> {
         let end = start + data.len() as u64;
         loop {
             if self.to_end {
@@ -187,7 +232,7 @@ impl Boxes {
             let parsed =
                 box_header(&self.header).map_err(|why| format!("the {} file is damaged: {why}", self.name()))?;
             let Some((fourcc, _, total)) = parsed else { continue };
-            self.header.clear();
+            let header = std::mem::replace(&mut self.header, Vec::with_capacity(16));
             if !plausible_type(&fourcc) {
                 return Err(format!(
                     "the file starts like {} but is not one: a box at byte {} has no valid type",
@@ -207,7 +252,11 @@ impl Boxes {
                     return Err(format!("the {} file has two movie headers", self.name()));
                 }
                 self.moov = Some((self.next, total.unwrap_or(u64::MAX)));
+                if !self.seen_mdat && total.is_some_and(|t| t <= MAX_STREAMED_MOOV) {
+                    self.moov_bytes = Some(header);
+                }
             }
+            self.seen_mdat |= &fourcc == b"mdat";
             match total {
                 Some(total) => self.next += total,
                 None => self.to_end = true,
@@ -226,7 +275,8 @@ impl Boxes {
         }
         // A movie header "to the end of the file" ends where the file does.
         let moov = self.moov.map(|(at, size)| (at, if size == u64::MAX { len - at } else { size }));
-        ContainerSniff::Bmff { container: self.container, moov }
+        let streamed_moov = self.moov_bytes.filter(|b| moov.is_some_and(|(_, size)| b.len() as u64 == size));
+        ContainerSniff::Bmff { container: self.container, moov, streamed_moov }
     }
 }
 

@@ -38,7 +38,7 @@ fn the_movie_header_is_found_at_the_end_whatever_the_chunking() {
         assert!(refusals.iter().all(Option::is_none), "chunk {chunk}");
         assert_eq!(
             sniff,
-            ContainerSniff::Bmff { container: Container::Mp4, moov: Some((moov_at, 58)) },
+            ContainerSniff::Bmff { container: Container::Mp4, moov: Some((moov_at, 58)), streamed_moov: None },
             "chunk {chunk}"
         );
     }
@@ -67,7 +67,10 @@ fn a_box_cut_short_or_a_large_box_is_told() {
     file.extend(b"mdat");
     file.extend(40u64.to_be_bytes());
     file.extend([0; 24]);
-    assert_eq!(walk(&file, 5).1, ContainerSniff::Bmff { container: Container::QuickTime, moov: None });
+    assert_eq!(
+        walk(&file, 5).1,
+        ContainerSniff::Bmff { container: Container::QuickTime, moov: None, streamed_moov: None }
+    );
 }
 
 #[test]
@@ -89,4 +92,33 @@ fn an_ebml_header_names_webm_or_is_refused() {
     let mut other = file.clone();
     other[8..12].copy_from_slice(b"xxxx");
     assert!(matches!(walk(&other, 64).1, ContainerSniff::Damaged(_)));
+}
+
+#[test]
+fn a_movie_header_first_is_kept_as_it_passes_unless_it_is_large() {
+    let mut file = ftyp(b"isom");
+    let moov = bx(b"moov", &(0..5000u32).map(|i| i as u8).collect::<Vec<_>>());
+    file.extend(&moov);
+    file.extend(bx(b"mdat", &[1; 3000]));
+    let mut w = ContainerWalker::default();
+    let mut seen_at = None;
+    for (i, c) in file.chunks(333).enumerate() {
+        w.update(c);
+        if seen_at.is_none()
+            && let Some((container, kept)) = w.streamed_moov()
+        {
+            assert_eq!((container, kept), (Container::Mp4, &moov[..]));
+            seen_at = Some(i);
+        }
+    }
+    assert_eq!(seen_at, Some((ftyp(b"isom").len() + moov.len()) / 333), "as soon as its last byte passed");
+
+    let mut file = ftyp(b"isom");
+    file.extend(bx(b"moov", &vec![0; MAX_STREAMED_MOOV as usize]));
+    let mut w = ContainerWalker::default();
+    for c in file.chunks(64 * 1024) {
+        w.update(c);
+    }
+    assert_eq!(w.streamed_moov(), None, "over the bound: read back from the store instead");
+    assert!(matches!(w.finish(), ContainerSniff::Bmff { streamed_moov: None, moov: Some(_), .. }));
 }
