@@ -62,9 +62,9 @@ struct UploadForm {
     file: Vec<u8>,
 }
 
-/// Upload a photo (guest)
+/// Upload a photo or video (guest)
 ///
-/// A guest of the event uploads one photo, deduplicated on the client's upload id.
+/// A guest of the event uploads one photo or video, deduplicated on the client's upload id.
 ///
 /// **The key.** The `client_upload_id` part, or the `Idempotency-Key` header when it holds a UUID (the two mean the
 /// same; a header that is not a UUID is ignored). `client_upload_id` is unique across the whole server, not per
