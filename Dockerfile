@@ -19,8 +19,9 @@ RUN touch src/main.rs src/lib.rs && cargo build --release --locked \
     && strip target/release/confetti
 
 FROM debian:bookworm-slim
+# ffmpeg makes videos' posters (without it videos are stored and played, without posters).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates libheif1 \
+    && apt-get install -y --no-install-recommends ca-certificates libheif1 ffmpeg \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin confetti \
     && mkdir -p /data && chown confetti:confetti /data

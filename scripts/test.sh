@@ -42,6 +42,8 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 # HEIC: the server links Debian's libheif; the tests make HEIC files with its heif-enc.
 [ -e /usr/include/libheif/heif.h ] || missing+=(libheif-dev)
 command -v heif-enc >/dev/null 2>&1 || missing+=(libheif-examples)
+# The video tests make their clips with ffmpeg (H.264, VP9, AAC), and the server makes posters with it.
+command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 
 echo "== Rust tests (SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"

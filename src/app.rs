@@ -22,6 +22,7 @@ use crate::ingest::{Ingest, IngestLimits};
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::jobs::derivatives::{DerivativeQueue, DerivativeWorkers};
 use crate::jobs::instances::Instance;
+use crate::jobs::poster::Ffmpeg;
 use crate::live::LiveHub;
 use crate::throttle::Throttle;
 
@@ -51,6 +52,7 @@ impl AppState {
         let derivatives = Arc::new(DerivativeQueue::new(settings.derivative_lease));
         let instance = Instance::register(db.clone(), blobs.clone()).await?;
         let blob_jobs = BlobJobs::new(db.clone(), blobs.clone(), instance.id, instance.stopping());
+        let ffmpeg = Arc::new(Ffmpeg::check(&settings.ffmpeg, settings.data_dir.join("poster-tmp")).await);
         let ingest = Arc::new(Ingest::new(
             db.clone(),
             blobs.clone(),
@@ -58,6 +60,8 @@ impl AppState {
             IngestLimits {
                 max_upload_bytes: settings.max_upload_bytes,
                 max_image_pixels: settings.max_image_pixels,
+                max_video_bytes: settings.max_video_bytes,
+                max_video_seconds: settings.max_video_seconds,
                 min_free_bytes: settings.min_free_bytes,
             },
             Arc::clone(&derivatives),
@@ -78,6 +82,7 @@ impl AppState {
             throttle: Arc::new(Throttle::default()),
             idempotency_metrics: Arc::default(),
             instance,
+            ffmpeg,
         })
     }
 }
@@ -93,6 +98,8 @@ impl AppState {
             live: Arc::clone(&self.live),
             blob_jobs: self.blob_jobs.clone(),
             max_image_pixels: self.settings.max_image_pixels,
+            ffmpeg: Arc::clone(&self.ffmpeg),
+            max_video_bytes: self.settings.max_video_bytes,
             instance: self.instance.id,
             stopping: self.instance.stopping(),
         }

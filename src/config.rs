@@ -48,6 +48,19 @@ pub struct ServeArgs {
     #[arg(long, env = "CONFETTI_MAX_IMAGE_PIXELS", default_value_t = defaults::MAX_IMAGE_PIXELS)]
     pub max_image_pixels: u64,
 
+    /// Largest video accepted (MP4, MOV, WebM), in bytes.
+    #[arg(long, env = "CONFETTI_MAX_VIDEO_BYTES", default_value_t = defaults::MAX_VIDEO_BYTES)]
+    pub max_video_bytes: u64,
+
+    /// Longest video accepted, in seconds, as its container's header says.
+    #[arg(long, env = "CONFETTI_MAX_VIDEO_SECONDS", default_value_t = defaults::MAX_VIDEO_SECONDS)]
+    pub max_video_seconds: u64,
+
+    /// The `ffmpeg` program that makes a poster frame for each video (a name on the PATH or a
+    /// path). Without it videos are still stored and played, without a poster.
+    #[arg(long, env = "CONFETTI_FFMPEG", default_value = defaults::FFMPEG)]
+    pub ffmpeg: PathBuf,
+
     /// Storage quota of each guest for new events, in bytes.
     #[arg(long, env = "CONFETTI_GUEST_QUOTA_BYTES", default_value_t = defaults::GUEST_QUOTA_BYTES)]
     pub guest_quota_bytes: i64,
@@ -139,6 +152,9 @@ impl ServeArgs {
             storage: self.storage.clone(),
             max_upload_bytes: self.max_upload_bytes,
             max_image_pixels: self.max_image_pixels,
+            max_video_bytes: self.max_video_bytes,
+            max_video_seconds: self.max_video_seconds,
+            ffmpeg: self.ffmpeg.clone(),
             guest_quota_bytes: self.guest_quota_bytes,
             idempotency_lease_s: self.idempotency_lease_s,
             idempotency_retention_s: self.idempotency_retention_s,

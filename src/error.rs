@@ -87,9 +87,11 @@ error_codes! {
     QuotaExceeded = "quota_exceeded", PAYLOAD_TOO_LARGE,
         "The file does not fit in the guest's remaining quota (see `quota_bytes`, `remaining_bytes`).";
     UnsupportedMediaType = "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE,
-        "The bytes are not a supported image (JPEG, PNG, WebP, GIF), whatever the declared type; also a damaged or cut-short image, and an empty file.";
+        "The bytes are not a supported image (JPEG, PNG, WebP, GIF) or video (MP4, MOV, WebM), whatever the declared type; also a damaged or cut-short file, a video in a codec not taken (H.264, HEVC, AV1, VP8, VP9), and an empty file. `detail` names the format.";
     ImageTooLarge = "image_too_large", PAYLOAD_TOO_LARGE,
         "The image header declares more than `max_image_pixels` pixels (see `pixels`, `limit_pixels`).";
+    VideoTooLong = "video_too_long", PAYLOAD_TOO_LARGE,
+        "The video's header says it lasts longer than `max_video_seconds` (see `duration_s`, `limit_seconds`).";
     WeakPassword = "weak_password", UNPROCESSABLE_ENTITY,
         "Creating an event: the organiser password has fewer than 8 characters or more than 72 bytes.";
     InvalidDisplayName = "invalid_display_name", UNPROCESSABLE_ENTITY,
@@ -210,6 +212,8 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("the image declares {pixels} pixels; the limit is {limit}")]
     ImageTooLarge { pixels: u64, limit: u64 },
+    #[error("the video lasts {duration_s} seconds; the limit is {limit_s} seconds")]
+    VideoTooLong { duration_s: u64, limit_s: u64 },
     #[error("{0}")]
     WeakPassword(String),
     #[error("{0}")]
@@ -296,6 +300,7 @@ impl ApiError {
             QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
             UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
             ImageTooLarge { .. } => ErrorCode::ImageTooLarge,
+            VideoTooLong { .. } => ErrorCode::VideoTooLong,
             WeakPassword(_) => ErrorCode::WeakPassword,
             InvalidDisplayName(_) => ErrorCode::InvalidDisplayName,
             InvalidCaption(_) => ErrorCode::InvalidCaption,
@@ -342,6 +347,10 @@ impl ApiError {
                 problem.pixels = Some(pixels);
                 problem.limit_pixels = Some(limit);
             }
+            ApiError::VideoTooLong { duration_s, limit_s } => {
+                problem.duration_s = Some(duration_s);
+                problem.limit_seconds = Some(limit_s);
+            }
             ApiError::TooManyAttempts { retry_after_s } => problem.retry_after_s = Some(retry_after_s),
             _ => {}
         }
@@ -387,6 +396,14 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub limit_pixels: Option<u64>,
+    /// With `video_too_long`: the video's duration as its header says, in whole seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub duration_s: Option<u64>,
+    /// With `video_too_long`: `max_video_seconds`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub limit_seconds: Option<u64>,
     /// With `too_many_attempts`: seconds until the next attempt is allowed (as in `Retry-After`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, minimum = 1)]
@@ -470,6 +487,8 @@ impl IntoResponse for ApiError {
             remaining_bytes: None,
             pixels: None,
             limit_pixels: None,
+            duration_s: None,
+            limit_seconds: None,
             retry_after_s: None,
         };
         self.extensions(&mut body);

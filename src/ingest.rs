@@ -8,12 +8,15 @@
 //! 2. Parts are read in order. A key part is looked up as soon as it arrives (each key once,
 //!    in `Upload::key_named`), so a retry's file bytes are skipped, never stored.
 //! 3. A new file streams to the store while it is hashed, counted and sniffed; it stops early
-//!    at `max_upload_bytes` or at the guest's remaining quota (`receive`). Before its first
-//!    byte is stored it is recorded as staged (instance, key, multipart upload id), so another
+//!    at `max_upload_bytes` (`max_video_bytes` once its first bytes say it is a video), at the
+//!    guest's remaining quota, or as soon as a video container turns out damaged or its movie
+//!    header, when it comes first, says it is too long (`receive`, `media::video::sniff`).
+//!    Before its first byte is stored it is recorded as staged (instance, key, multipart upload id), so another
 //!    instance can remove it should this one die (`staged`, `jobs::instances`). Its key is a
 //!    temporary one, or in an S3 bucket (where a move is a copy) its final one.
 //! 4. The header probe runs on the blocking pool: format from magic bytes, dimensions from the
-//!    header, pixel bombs and cut-short files refused before anything is decoded (`store`).
+//!    header, pixel bombs and cut-short files refused before anything is decoded (`store`); a
+//!    video's duration, size and codec from its container's header (`video`).
 //! 5. One transaction: `INSERT … ON CONFLICT (client_upload_id) DO NOTHING RETURNING id`. No row
 //!    back means another attempt won: roll back, delete the temporary blob, replay the winner.
 //!    A row back: charge the quota with a guarded `UPDATE`, commit.
@@ -49,6 +52,7 @@ mod parts;
 mod receive;
 mod staged;
 mod store;
+mod video;
 
 pub use error::IngestError;
 pub use parts::{Part, PartsError, UploadParts};
@@ -75,6 +79,9 @@ pub struct Ingest {
 pub struct IngestLimits {
     pub max_upload_bytes: u64,
     pub max_image_pixels: u64,
+    /// Videos have their own size limit, and a duration limit.
+    pub max_video_bytes: u64,
+    pub max_video_seconds: u64,
     /// New files are refused while the photo store has less free space (0: no floor).
     pub min_free_bytes: u64,
 }
@@ -91,6 +98,13 @@ pub enum Ingested {
 /// Pauses before reading a committed upload back again; then it is answered from the row
 /// just written.
 const READ_BACK_RETRIES: [Duration; 2] = [Duration::from_millis(50), Duration::from_millis(200)];
+
+impl IngestLimits {
+    /// The most bytes any file may have, photo or video: what a body may carry.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_upload_bytes.max(self.max_video_bytes)
+    }
+}
 
 impl Ingest {
     pub fn new(

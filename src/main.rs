@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server (migrations run at start).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage events.
     Event {
         #[command(subcommand)]
@@ -68,7 +68,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     confetti::allocator::return_large_buffers_to_the_os();
     match Cli::parse().command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(*args).await,
         Command::Event {
             command: EventCommand::Create { site, name, password, guest_quota_bytes, storage_cap_bytes },
         } => {

@@ -11,6 +11,9 @@ use std::time::Duration;
 pub mod defaults {
     pub const MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
     pub const MAX_IMAGE_PIXELS: u64 = 100_000_000;
+    pub const MAX_VIDEO_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+    pub const MAX_VIDEO_SECONDS: u64 = 600;
+    pub const FFMPEG: &str = "ffmpeg";
     pub const GUEST_QUOTA_BYTES: i64 = 1024 * 1024 * 1024;
     pub const IDEMPOTENCY_LEASE_S: u64 = 30;
     pub const IDEMPOTENCY_RETENTION_S: u64 = 24 * 60 * 60;
@@ -36,6 +39,10 @@ pub struct Settings {
     pub public_url: String,
     pub max_upload_bytes: u64,
     pub max_image_pixels: u64,
+    pub max_video_bytes: u64,
+    pub max_video_seconds: u64,
+    /// The `ffmpeg` program that makes video posters; checked when the instance starts.
+    pub ffmpeg: PathBuf,
     pub guest_quota_bytes: i64,
     pub idempotency_lease_s: u64,
     pub idempotency_retention_s: u64,
@@ -75,6 +82,9 @@ impl Settings {
             public_url: public_url.trim_end_matches('/').to_owned(),
             max_upload_bytes: MAX_UPLOAD_BYTES,
             max_image_pixels: MAX_IMAGE_PIXELS,
+            max_video_bytes: MAX_VIDEO_BYTES,
+            max_video_seconds: MAX_VIDEO_SECONDS,
+            ffmpeg: PathBuf::from(FFMPEG),
             guest_quota_bytes: GUEST_QUOTA_BYTES,
             idempotency_lease_s: IDEMPOTENCY_LEASE_S,
             idempotency_retention_s: IDEMPOTENCY_RETENTION_S,

@@ -5,7 +5,7 @@
 // drawn from the copy in this page's upload queue, anyone else's as a calm placeholder; the
 // thumbnail takes its place when the live stream (or a re-read) says it exists.
 
-import { h, api, ApiError, thumbUrl, withPlaceholder, STATUS, REVIEW } from './util.js';
+import { h, api, ApiError, thumbUrl, withPlaceholder, isVideo, durationText, STATUS, REVIEW } from './util.js';
 import { t, onLangChange } from './i18n.js';
 import { Lightbox } from './lightbox.js';
 
@@ -130,7 +130,7 @@ export class Gallery {
       const old = this.grid.querySelector(`[data-upload-id="${u.id}"]`);
       if (old) old.replaceWith(this.tile(u));
     }
-    if (u.status === STATUS.PROCESSING || (!u.urls?.thumb && u.status !== STATUS.FAILED)) this.watch(u.id);
+    if (u.status === STATUS.PROCESSING || !picturesSettled(u)) this.watch(u.id);
     this.renderFooter();
     if (this.lightbox.current === u.id) this.lightbox.refresh(u);
     // The server's own pictures are shown now: the local copy is no longer needed.
@@ -175,7 +175,7 @@ export class Gallery {
       if (!this.uploads.has(id)) return this.watching.delete(id);
       try {
         const u = await api('GET', `/api/v1/uploads/${id}`);
-        if (u.urls?.thumb || u.status === STATUS.FAILED) {
+        if (picturesSettled(u)) {
           this.watching.delete(id);
           this.upsert(u);
         } else this.watch(id, attempt + 1);
@@ -253,6 +253,10 @@ export class Gallery {
 
   tile(u) {
     const mine = this.isMine(u);
+    // A video: a play mark and its length over the poster (or over the placeholder without one).
+    const video = isVideo(u)
+      ? h('span', { class: 'tile-video', 'data-testid': 'tile-video', 'aria-hidden': 'true' }, h('span', { class: 'tile-play' }, '▶'), durationText(u.duration_s))
+      : null;
     const pending = u.review === REVIEW.PENDING;
     const badge = u.status === STATUS.HIDDEN ? t('hidden') : pending ? t('badge_pending') : u.status === STATUS.PROCESSING ? t('processing') : u.status === STATUS.FAILED ? t('failed') : null;
     const picture = this.picture(u);
@@ -261,8 +265,9 @@ export class Gallery {
       { class: 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-review': u.review || REVIEW.APPROVED, 'data-mine': mine ? 'true' : 'false', 'data-picture': picture.kind },
       h(
         'button',
-        { type: 'button', class: 'tile-open', 'aria-label': `${u.filename} — ${t('by', { name: u.guest?.display_name ?? '' })}`, onclick: () => this.lightbox.open(u.id) },
+        { type: 'button', class: 'tile-open', 'aria-label': `${isVideo(u) ? `${t('video')}: ` : ''}${u.filename} — ${t('by', { name: u.guest?.display_name ?? '' })}`, onclick: () => this.lightbox.open(u.id) },
         picture.el,
+        video,
       ),
       badge ? h('span', { class: 'badge' }, badge) : null,
       u.likes > 0 ? h('span', { class: 'tile-likes' }, t('likes', { n: u.likes })) : null,
@@ -320,4 +325,12 @@ export class Gallery {
     const i = ids.indexOf(id);
     return i < 0 ? null : ids[i + step] ?? null;
   }
+}
+
+/**
+ * Whether an upload's pictures are what they will stay: its thumbnail exists, processing failed,
+ * or it is a video the server made no poster for (it plays without one).
+ */
+function picturesSettled(u) {
+  return Boolean(u.urls?.thumb) || u.status === STATUS.FAILED || (isVideo(u) && u.poster === false && u.status !== STATUS.PROCESSING);
 }

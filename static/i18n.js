@@ -57,7 +57,7 @@ const STRINGS = {
     err_server_busy: 'Der Server hat es mehrmals nicht angenommen.',
     err_refused: 'Der Server hat dieses Foto nicht angenommen.',
     err_quota_exceeded: 'Dein Speicher ist voll: noch {left} von {total} frei, dieses Foto hat {size}.',
-    err_file_too_large: 'Datei zu groß: höchstens {max} pro Foto.',
+    err_file_too_large: 'Datei zu groß: höchstens {max} pro Datei.',
     err_image_too_large: 'Bild zu groß: {px} Megapixel, höchstens {max}.',
     err_unsupported_media_type: 'Kein unterstütztes Bild (JPEG, PNG, WebP, GIF oder HEIC).',
     err_unsupported_media_type_detail: 'Diese Datei kann der Server nicht als Foto annehmen.',
@@ -221,7 +221,7 @@ const STRINGS = {
     err_server_busy: 'The server turned it away several times.',
     err_refused: 'The server did not accept this photo.',
     err_quota_exceeded: 'Your storage is full: {left} of {total} left, this photo is {size}.',
-    err_file_too_large: 'File too large: at most {max} per photo.',
+    err_file_too_large: 'File too large: at most {max} per file.',
     err_image_too_large: 'Image too large: {px} megapixels, at most {max}.',
     err_unsupported_media_type: 'Not a supported image (JPEG, PNG, WebP, GIF or HEIC).',
     err_unsupported_media_type_detail: 'The server cannot take this file as a photo.',
@@ -398,6 +398,16 @@ Object.assign(STRINGS.en, {
   photo: 'Photo',
   photo_processing: 'This photo is still being prepared …',
   download: 'Save',
+});
+
+// Videos: the tile's label, a refusal for length.
+Object.assign(STRINGS.de, {
+  video: 'Video',
+  err_video_too_long: 'Video zu lang: {s} Sekunden, höchstens {max}.',
+});
+Object.assign(STRINGS.en, {
+  video: 'Video',
+  err_video_too_long: 'Video too long: {s} seconds, at most {max}.',
 });
 
 // The instance admin's page (admin.js, admin-event-view.js).

@@ -4,7 +4,7 @@
 // gallery's photos. Opening pushes a history entry, so a phone's Back button closes the photo
 // instead of leaving the event; closing it any other way takes that entry back.
 
-import { h, api, previewUrl, withPlaceholder, STATUS, REVIEW } from './util.js';
+import { h, api, previewUrl, withPlaceholder, isVideo, STATUS, REVIEW } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
 import { MessageArea, errorText } from './messages.js';
 import { hideButton, approveButton, deleteButton, offerUndo } from './moderation.js';
@@ -41,6 +41,8 @@ export class Lightbox {
     this.messages = new MessageArea();
     this.dialog = h('dialog', { class: 'lightbox', 'aria-label': t('photo') });
     this.dialog.addEventListener('close', () => {
+      // A closed dialog stays in the page: its video would go on playing unseen.
+      this.dialog.querySelector('video')?.pause();
       this.current = null;
       this.swipe = null;
       this.messages.clear();
@@ -123,8 +125,13 @@ export class Lightbox {
   refresh(u) {
     if (this.current !== u.id) return;
     const old = this.dialog.querySelector('.lightbox-picture');
-    const { src } = this.pictureSource(u);
-    if (old && (old.getAttribute('src') || null) !== src) old.replaceWith(this.picture(u));
+    if (old instanceof HTMLVideoElement && this.plays(u)) {
+      // Playing on: only its poster may have arrived.
+      if (u.urls?.preview && old.getAttribute('poster') !== u.urls.preview) old.setAttribute('poster', u.urls.preview);
+    } else {
+      const { src } = this.pictureSource(u);
+      if (old && (old.getAttribute('src') || null) !== src) old.replaceWith(this.picture(u));
+    }
     this.renderLikes(u);
   }
 
@@ -146,9 +153,27 @@ export class Lightbox {
     return Boolean(viewer.organiser || this.gallery.isMine(u) || viewer.downloads !== false);
   }
 
+  /** A video plays inline from its original, which the viewer must be allowed to load. */
+  plays(u) {
+    return isVideo(u) && Boolean(u.urls?.original) && this.mayDownload(u);
+  }
+
   picture(u, { from = 0 } = {}) {
     const { src, kind } = this.pictureSource(u);
     const enter = from > 0 ? 'enter-next' : from < 0 ? 'enter-previous' : null;
+    if (this.plays(u)) {
+      return h('video', {
+        class: ['lightbox-picture', 'lightbox-video', enter].filter(Boolean).join(' '),
+        'data-picture': 'video',
+        'data-testid': 'lightbox-video',
+        src: u.urls.original,
+        poster: u.urls?.preview || undefined,
+        controls: true,
+        playsinline: true,
+        preload: 'metadata',
+        'aria-label': u.caption || u.filename,
+      });
+    }
     if (!src) {
       return h('div', { class: ['lightbox-picture', 'lightbox-placeholder', enter].filter(Boolean).join(' '), 'data-picture': kind, role: 'img', 'aria-label': t('photo_processing') },
         h('span', { class: 'lightbox-placeholder-text' }, t('photo_processing')));

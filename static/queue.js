@@ -296,8 +296,10 @@ export class UploadQueue {
   }
 
   async attempt(item) {
-    if (this.limits.max_upload_bytes && item.size > this.limits.max_upload_bytes) {
-      return this.fail(item, 'file_too_large', { limit_bytes: this.limits.max_upload_bytes });
+    // A video has a limit of its own (the server tells them apart by the bytes, the page by the type).
+    const max = isVideoType(item.type) ? this.limits.max_video_bytes : this.limits.max_upload_bytes;
+    if (max && item.size > max) {
+      return this.fail(item, 'file_too_large', { limit_bytes: max });
     }
     if (item.attempts > 0 && this.limits.preflight !== false) {
       // Sent before: its answer may have been lost after the server stored it.
@@ -490,4 +492,9 @@ export class UploadQueue {
     this.items.delete(key);
     if (this.db) await transact(this.db, [QUEUE], 'readwrite', (s) => s[QUEUE].delete(key)).catch(() => {});
   }
+}
+
+/** Whether a picked file's declared type is a video's. */
+function isVideoType(type) {
+  return typeof type === 'string' && type.startsWith('video/');
 }

@@ -3,9 +3,10 @@
 // each photo's caption and uploader. Photos that arrive while it runs are queued in arrival order
 // (first in, first out) and shown before the loop through every ready photo goes on. Pause/play,
 // previous/next by buttons or keyboard (space, arrows); the controls fade while nobody touches
-// anything. Escape, the close button or leaving full screen ends it.
+// anything. Escape, the close button or leaving full screen ends it. A video plays muted to its end
+// (its poster while it loads), then the show goes on.
 
-import { h, previewUrl, STATUS, REVIEW } from './util.js';
+import { h, previewUrl, isVideo, STATUS, REVIEW } from './util.js';
 import { t, onLangChange } from './i18n.js';
 
 const SLIDE_MS = 6000;
@@ -27,6 +28,18 @@ export class Slideshow {
     // The current photo is the first <img>; the outgoing one fades out beneath it.
     this.img = h('img', { class: 'slide slide-current', alt: '' });
     this.leaving = h('img', { class: 'slide slide-leaving', alt: '', 'aria-hidden': 'true' });
+    // A video in place of the photo: muted (a browser plays nothing else by itself), to its end.
+    this.video = h('video', { class: 'slide slide-video', muted: true, playsinline: true, preload: 'auto', hidden: true, 'data-testid': 'slide-video' });
+    this.video.muted = true;
+    this.video.addEventListener('ended', () => {
+      if (this.running && !this.paused && isVideo(this.current)) this.next();
+    });
+    // One that cannot play stays on screen (its poster) for a photo's time.
+    this.video.addEventListener('error', () => {
+      if (!this.running || this.paused || !isVideo(this.current)) return;
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.next(), SLIDE_MS);
+    });
     this.title = h('h2', { class: 'slide-event', 'data-testid': 'slide-event' });
     this.qr = h('img', { class: 'slide-qr-img', alt: '', width: 160, height: 160, 'data-testid': 'slide-qr' });
     this.qrLabel = h('p', { class: 'slide-qr-label' });
@@ -42,6 +55,7 @@ export class Slideshow {
       { class: 'slideshow', hidden: true, 'data-testid': 'slideshow', 'data-state': 'playing', 'data-shown': '' },
       this.img,
       this.leaving,
+      this.video,
       h('div', { class: 'slide-top' }, this.title),
       h('div', { class: 'slide-qr' }, this.qr, this.qrLabel),
       h('div', { class: 'slide-caption' }, this.text, this.by),
@@ -104,6 +118,7 @@ export class Slideshow {
   stop() {
     clearTimeout(this.timer);
     clearTimeout(this.idleTimer);
+    this.video.pause();
     this.el.hidden = true;
     if (document.fullscreenElement) document.exitFullscreen().catch(() => {});
   }
@@ -180,9 +195,11 @@ export class Slideshow {
     this.empty.textContent = u ? '' : t('slideshow_empty');
     this.empty.hidden = Boolean(u);
     this.el.dataset.current = u?.id ?? '';
-    if (u && this.img.dataset.uploadId !== u.id) {
+    const video = isVideo(u);
+    this.showVideo(video ? u : null);
+    if (u && !video && this.img.dataset.uploadId !== u.id) {
       // The photo on screen now moves to the layer beneath and fades out as the new one loads.
-      if (this.img.currentSrc) {
+      if (this.img.currentSrc && !this.img.hidden) {
         this.leaving.src = this.img.currentSrc;
         this.leaving.classList.remove('out');
         this.leaving.hidden = false;
@@ -191,7 +208,8 @@ export class Slideshow {
       this.img.src = previewUrl(u);
       this.img.dataset.uploadId = u.id;
     }
-    this.img.hidden = !u;
+    this.img.hidden = !u || video;
+    if (video) this.leaving.hidden = true;
     this.text.textContent = u?.caption || '';
     this.renderBy();
     this.schedule();
@@ -205,10 +223,45 @@ export class Slideshow {
     });
   }
 
+  /** The video on screen (from its start), or none. */
+  showVideo(u) {
+    if (!u) {
+      this.video.pause();
+      this.video.hidden = true;
+      return;
+    }
+    if (this.video.dataset.uploadId !== u.id) {
+      this.video.dataset.uploadId = u.id;
+      if (u.urls?.preview) this.video.setAttribute('poster', u.urls.preview);
+      else this.video.removeAttribute('poster');
+      this.video.src = u.urls.original;
+    } else {
+      this.video.currentTime = 0;
+    }
+    this.video.hidden = false;
+  }
+
+  /** The next step: a photo's time, or a video's end (with a bound, should `ended` never come). */
   schedule() {
     clearTimeout(this.timer);
     this.el.dataset.state = this.paused ? 'paused' : 'playing';
-    if (!this.paused && this.running) this.timer = setTimeout(() => this.next(), SLIDE_MS);
+    const video = isVideo(this.current) && !this.video.hidden;
+    if (video) {
+      if (this.paused) this.video.pause();
+      else {
+        const id = this.current.id;
+        // Refused (autoplay rules, a broken file): a photo's time on its poster. Not when the
+        // play was only cut short by moving on.
+        this.video.play().catch(() => {
+          if (this.current?.id !== id || this.paused || !this.running) return;
+          clearTimeout(this.timer);
+          this.timer = setTimeout(() => this.next(), SLIDE_MS);
+        });
+      }
+    }
+    if (this.paused || !this.running) return;
+    const bound = video ? ((this.current.duration_s || 60) + 10) * 1000 : SLIDE_MS;
+    this.timer = setTimeout(() => this.next(), bound);
   }
 
   key(e) {

@@ -14,8 +14,8 @@ import { when } from './event-page.js';
 // Collapsed, the list shows every photo that is being sent or needs the guest, and this many of
 // the photos waiting their turn; the rest are counted in the summary line.
 const QUEUED_SHOWN = 3;
-/** What the file picker offers: every image, HEIC/HEIF by extension and type as well. */
-const ACCEPT = 'image/*,.heic,.heif,image/heic,image/heif';
+/** What the file picker offers: every image, HEIC/HEIF by extension and type as well (some pickers do not count them as image/*), and videos as phones record them. */
+const ACCEPT = 'image/*,.heic,.heif,image/heic,image/heif,video/mp4,video/quicktime,video/webm';
 
 /** "about 4 min" / "45 s", for a wait or what is left. */
 function duration(ms) {
@@ -43,7 +43,6 @@ export class UploadView {
     this.list = h('ul', { class: 'queue collapsed', id: 'queue-list' });
     this.banner = h('p', { class: 'banner calm', role: 'status', 'data-testid': 'waiting', hidden: true });
 
-    // HEIC/HEIF named too: some pickers do not count them as image/*.
     this.input = h('input', { type: 'file', multiple: true, accept: ACCEPT, class: 'file-input', id: 'photos' });
     this.input.addEventListener('change', async () => {
       const files = Array.from(this.input.files || []);
@@ -212,6 +211,8 @@ export class UploadView {
         return t('err_quota_exceeded', { left: formatBytes(p.remaining_bytes, lang()), total: formatBytes(p.quota_bytes, lang()), size: formatBytes(item.size, lang()) });
       case 'file_too_large':
         return t('err_file_too_large', { max: formatBytes(p.limit_bytes ?? limits.max_upload_bytes, lang()) });
+      case 'video_too_long':
+        return t('err_video_too_long', { s: p.duration_s ?? '?', max: p.limit_seconds ?? limits.max_video_seconds ?? '?' });
       case 'image_too_large':
         return t('err_image_too_large', { px: Math.round((p.pixels ?? 0) / 1e6), max: Math.round((p.limit_pixels ?? limits.max_image_pixels ?? 0) / 1e6) });
       case 'event_storage_full':

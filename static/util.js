@@ -134,6 +134,23 @@ export function remember(key, value) {
  *  organiser hides the photo). */
 export const STATUS = Object.freeze({ PROCESSING: 'processing', READY: 'ready', FAILED: 'failed', HIDDEN: 'hidden' });
 
+/** An Upload's `kind`. */
+export const KIND = Object.freeze({ PHOTO: 'photo', VIDEO: 'video' });
+
+export function isVideo(u) {
+  return u?.kind === KIND.VIDEO;
+}
+
+/** A video's duration as a clock shows it: `m:ss` (`h:mm:ss` from an hour); '' when unknown. */
+export function durationText(seconds) {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) return '';
+  const total = Math.round(seconds);
+  const s = String(total % 60).padStart(2, '0');
+  const m = Math.floor(total / 60) % 60;
+  const hours = Math.floor(total / 3600);
+  return hours ? `${hours}:${String(m).padStart(2, '0')}:${s}` : `${m}:${s}`;
+}
+
 /** An Upload's `review`: `pending` while it waits for the organiser's approval (the review gate). */
 export const REVIEW = Object.freeze({ PENDING: 'pending', APPROVED: 'approved' });
 

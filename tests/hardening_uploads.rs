@@ -145,9 +145,10 @@ async fn a_preamble_longer_than_four_kib_is_refused(backend: Backend) {
 }
 
 /// The file alone is within `max_upload_bytes`, but other parts make the body larger than the
-/// limit plus 64 KiB: refused as soon as that many bytes arrived, nothing kept.
+/// limit plus 64 KiB: refused as soon as that many bytes arrived, nothing kept. (The body's
+/// limit is the larger of the photo and video limits: both are set here.)
 async fn a_body_over_the_upload_limit_and_its_overhead_is_refused_at_once(backend: Backend) {
-    let options = Options { max_upload_bytes: 256 * 1024, ..Options::default() };
+    let options = Options { max_upload_bytes: 256 * 1024, max_video_bytes: 256 * 1024, ..Options::default() };
     let app = TestApp::spawn_with(backend, options).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Mallory").await;

@@ -73,8 +73,13 @@ impl Fixture {
         let guest_id = Uuid::now_v7();
         db.insert_guest(guest_id, event.id, "Anna", Uuid::new_v4().as_bytes()).await.expect("guest");
         let guest = db.guest_by_id(guest_id).await.expect("read guest").expect("the guest");
-        let limits =
-            IngestLimits { max_upload_bytes: 50 * 1024 * 1024, max_image_pixels: 100_000_000, min_free_bytes: 0 };
+        let limits = IngestLimits {
+            max_upload_bytes: 50 * 1024 * 1024,
+            max_image_pixels: 100_000_000,
+            max_video_bytes: 2 * 1024 * 1024 * 1024,
+            max_video_seconds: 600,
+            min_free_bytes: 0,
+        };
         let derivatives = Arc::new(DerivativeQueue::new(Duration::from_secs(60)));
         let instance = Instance::register(db.clone(), blobs.clone()).await.expect("instance");
         let blob_jobs = BlobJobs::new(db.clone(), blobs.clone(), instance.id, instance.stopping());

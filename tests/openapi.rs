@@ -120,6 +120,9 @@ const UPLOAD_KEYS: &[&str] = &[
     "filename",
     "caption",
     "content_type",
+    "kind",
+    "duration_s",
+    "poster",
     "bytes",
     "sha256",
     "width",
@@ -276,6 +279,9 @@ fn the_upload_is_the_one_of_api_md(served: &Served) {
     let reviews: BTreeSet<&str> =
         review["enum"].as_array().expect("review enum").iter().filter_map(Value::as_str).collect();
     assert_eq!(reviews, BTreeSet::from(["pending", "approved"]));
+    let kind = deref(doc, &upload["properties"]["kind"]);
+    let kinds: BTreeSet<&str> = kind["enum"].as_array().expect("kind enum").iter().filter_map(Value::as_str).collect();
+    assert_eq!(kinds, BTreeSet::from(["photo", "video"]));
     let urls = deref(doc, &upload["properties"]["urls"]);
     let url_keys: BTreeSet<&str> = urls["properties"].as_object().expect("urls").keys().map(String::as_str).collect();
     assert_eq!(url_keys, BTreeSet::from(["original", "preview", "thumb"]));

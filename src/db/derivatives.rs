@@ -24,6 +24,8 @@ pub struct Made {
     pub webp: bool,
     /// The thumb's ThumbHash.
     pub placeholder: Option<Vec<u8>>,
+    /// For a video: a frame became its thumb and preview.
+    pub poster: bool,
 }
 
 /// The upload a finished job was for, as it is at that moment.
@@ -71,7 +73,7 @@ impl Tx {
         }
         on_tx!(self, tx => sqlx::query_as(
             "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN $2 ELSE status END,
-                                webp_thumb = $3, placeholder = $4
+                                webp_thumb = $3, placeholder = $4, poster = $5
              WHERE id = $1
              RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
         )
@@ -79,6 +81,7 @@ impl Tx {
         .bind(status.as_str())
         .bind(made.webp)
         .bind(made.placeholder.as_deref())
+        .bind(made.poster)
         .fetch_optional(&mut **tx)
         .await)
     }

@@ -5,7 +5,7 @@ use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::{Db, Tx, on_db, on_tx};
-use crate::domain::{Gallery, Review, UploadStatus};
+use crate::domain::{Gallery, MediaKind, Review, UploadStatus};
 
 /// One upload as stored, with the names a response needs (event slug, guest name).
 #[derive(Clone, Debug, FromRow)]
@@ -44,6 +44,12 @@ pub struct UploadRow {
     pub webp_thumb: bool,
     /// The thumb's ThumbHash, once the derivatives are made.
     pub placeholder: Option<Vec<u8>>,
+    #[sqlx(try_from = "String")]
+    pub kind: MediaKind,
+    /// A video's duration, when its container says.
+    pub duration_ms: Option<i64>,
+    /// Whether a video's poster (its thumb and preview) was made.
+    pub poster: bool,
 }
 
 impl UploadRow {
@@ -70,6 +76,8 @@ pub struct NewUpload {
     pub height: i32,
     pub taken_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
+    pub kind: MediaKind,
+    pub duration_ms: Option<i64>,
 }
 
 /// A page of an event's uploads as one viewer may see it.
@@ -120,7 +128,7 @@ macro_rules! upload_select {
                     u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
                     u.height, u.taken_at, u.created_at, u.status, u.hidden, u.deleted_at, u.review,
                     e.gallery AS event_gallery, e.gallery_opens_at AS event_gallery_opens_at,
-                    u.webp_thumb, u.placeholder, ",
+                    u.webp_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, ",
             $counts,
             " FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "
         )
@@ -262,8 +270,9 @@ impl Tx {
     pub async fn insert_upload(&mut self, u: &NewUpload) -> sqlx::Result<Option<(Uuid, Review)>> {
         let inserted: Option<(Uuid, String)> = on_tx!(self, tx => sqlx::query_as(
             "INSERT INTO uploads (id, event_id, guest_id, client_upload_id, filename, caption, content_type,
-                                  bytes, sha256, width, height, taken_at, created_at, status, hidden, review)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'processing', FALSE,
+                                  bytes, sha256, width, height, taken_at, created_at, kind, duration_ms,
+                                  status, hidden, review)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'processing', FALSE,
                      CASE WHEN (SELECT review_uploads FROM events WHERE id = $2) THEN 'pending' ELSE 'approved' END)
              ON CONFLICT (client_upload_id) WHERE client_upload_id IS NOT NULL DO NOTHING
              RETURNING id, review",
@@ -281,6 +290,8 @@ impl Tx {
         .bind(u.height)
         .bind(u.taken_at)
         .bind(u.created_at)
+        .bind(u.kind.as_str())
+        .bind(u.duration_ms)
         .fetch_optional(&mut **tx)
         .await)?;
         inserted

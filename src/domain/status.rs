@@ -36,6 +36,34 @@ impl TryFrom<String> for UploadStatus {
     }
 }
 
+/// What an upload is: `uploads.kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MediaKind {
+    Photo,
+    Video,
+}
+
+impl MediaKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaKind::Photo => "photo",
+            MediaKind::Video => "video",
+        }
+    }
+}
+
+impl TryFrom<String> for MediaKind {
+    type Error = String;
+
+    fn try_from(stored: String) -> Result<Self, String> {
+        match stored.as_str() {
+            "photo" => Ok(MediaKind::Photo),
+            "video" => Ok(MediaKind::Video),
+            _ => Err(format!("`{stored}` is not an upload kind")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,7 +69,7 @@ fn flag(name: &str, value: Option<&str>) -> ApiResult<bool> {
 /// `include_hidden=true`, hidden uploads too, with `include_pending=true` those waiting for approval too (never
 /// deleted ones). Entries are the original
 /// bytes, stored (not compressed), oldest upload first, named `<display name> - <file name without its
-/// extension>.<jpg|png|gif|webp>`: the extension comes from the stored image format, never from the guest's file
+/// extension>.<jpg|png|gif|webp|mp4|mov|webm|mkv>`: videos too; the extension comes from the stored format, never from the guest's file
 /// name; Unicode format characters (bidi overrides, zero-width…), control characters and `<>:"/\|?*` are removed,
 /// no leading dots, no trailing dots or spaces, no Windows device name as the stem; at most 100 characters and 200
 /// bytes; ` (2)`, ` (3)`… when two would have the same name, compared case-insensitively, dated by `taken_at`, else
@@ -279,6 +279,10 @@ fn extension(content_type: &str) -> &'static str {
         "image/gif" => "gif",
         "image/webp" => "webp",
         "image/heic" | "image/heif" => "heic",
+        "video/mp4" => "mp4",
+        "video/quicktime" => "mov",
+        "video/webm" => "webm",
+        "video/x-matroska" => "mkv",
         // Not a format Confetti stores today: an extension no program opens by itself.
         _ => "bin",
     }

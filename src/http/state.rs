@@ -34,4 +34,6 @@ pub struct AppState {
     pub ingest: Arc<Ingest>,
     /// This instance among those sharing the database: its heartbeat, its clean-ups.
     pub instance: Instance,
+    /// `ffmpeg`, for videos' posters, as found at start.
+    pub ffmpeg: Arc<crate::jobs::poster::Ffmpeg>,
 }

@@ -192,6 +192,8 @@ async fn info(State(state): State<AppState>) -> Json<Info> {
         limits: Limits {
             max_upload_bytes: state.settings.max_upload_bytes,
             max_image_pixels: state.settings.max_image_pixels,
+            max_video_bytes: state.settings.max_video_bytes,
+            max_video_seconds: state.settings.max_video_seconds,
         },
         idempotency: KeyTiming {
             retention_s: state.settings.idempotency_retention_s,
@@ -229,12 +231,18 @@ fn confetti() -> utoipa::openapi::Object {
 
 #[derive(Serialize, ToSchema)]
 struct Limits {
-    /// Largest file accepted (default 50 MiB).
+    /// Largest photo accepted (default 50 MiB).
     #[schema(minimum = 0)]
     max_upload_bytes: u64,
-    /// Most pixels an image header may declare (default 100 million).
+    /// Most pixels an image header may declare (default 100 million); also a video's frame size.
     #[schema(minimum = 0)]
     max_image_pixels: u64,
+    /// Largest video accepted (MP4, MOV, WebM; default 2 GiB).
+    #[schema(minimum = 0)]
+    max_video_bytes: u64,
+    /// Longest video accepted, in seconds, as its header says (default 600); longer: 413 `video_too_long`.
+    #[schema(minimum = 0)]
+    max_video_seconds: u64,
 }
 
 /// How long this server keeps `Idempotency-Key`s (capability `idempotency_keys`; parameter `IdempotencyKey`).

@@ -35,7 +35,7 @@ pub async fn ingest(
     header_key: Option<ClientUploadId>,
     request: Request,
 ) -> Outcome {
-    let max_upload_bytes = ingest.limits().max_upload_bytes;
+    let max_upload_bytes = ingest.limits().max_file_bytes();
     let limits = Limits::for_upload(max_upload_bytes);
     let (head, body) = request.into_parts();
     let body = body.into_data_stream();
@@ -171,6 +171,7 @@ impl From<IngestError> for ApiError {
             IngestError::TooLarge { limit_bytes } => ApiError::FileTooLarge { limit_bytes },
             IngestError::UnsupportedMediaType(why) => ApiError::UnsupportedMediaType(why),
             IngestError::TooManyPixels { pixels, limit } => ApiError::ImageTooLarge { pixels, limit },
+            IngestError::VideoTooLong { duration_s, limit_s } => ApiError::VideoTooLong { duration_s, limit_s },
             IngestError::InsufficientStorage => ApiError::InsufficientStorage,
             IngestError::KeyConflict => ApiError::ClientUploadIdConflict,
             IngestError::KeyReused(why) => ApiError::ClientUploadIdReused(why),

@@ -55,16 +55,16 @@ struct UploadForm {
     /// `invalid_caption`); empty means no caption.
     #[schema(nullable = false, max_length = 500)]
     caption: Option<String>,
-    /// The photo, with its file name (`filename` in its Content-Disposition; directories are dropped, at most 255
+    /// The photo or video, with its file name (`filename` in its Content-Disposition; directories are dropped, at most 255
     /// characters, `photo` when missing). Its type is sniffed from the bytes; the declared type is ignored.
     /// Exactly one `file` part; a replay needs none.
     #[schema(value_type = String, content_media_type = "application/octet-stream")]
     file: Vec<u8>,
 }
 
-/// Upload a photo (guest)
+/// Upload a photo or video (guest)
 ///
-/// A guest of the event uploads one photo, deduplicated on the client's upload id.
+/// A guest of the event uploads one photo or video, deduplicated on the client's upload id.
 ///
 /// **The key.** The `client_upload_id` part, or the `Idempotency-Key` header when it holds a UUID (the two mean the
 /// same; a header that is not a UUID is ignored). `client_upload_id` is unique across the whole server, not per
@@ -388,8 +388,8 @@ refusals!(CreateUploadRefusals {
     403 => or_cross_origin("`wrong_event`: the guest joined another event (also when the slug names no event). `uploads_closed`: a new upload while the organiser has closed uploads, or outside the event's upload window (`detail` says when it opens or that it closed). `guest_blocked`: a new upload by a guest the organiser blocked (checked before `uploads_closed`).", &[WrongEvent, UploadsClosed, GuestBlocked]),
     409 => problem("The key is already used by another guest's upload; nothing about it is revealed.", &[ClientUploadIdConflict]),
     410 => problem("The key's upload was deleted since; it is not stored again.", &[UploadDeleted]),
-    413 => problem("`file_too_large`: larger than `max_upload_bytes` (`limit_bytes`). `quota_exceeded`: `used_bytes + size > quota_bytes` (`quota_bytes`, `remaining_bytes`). `image_too_large`: the image header declares more than `max_image_pixels` (`pixels`, `limit_pixels`). `event_storage_full`: the file does not fit in what is left of the event's storage cap, all guests together (`cap_bytes`, `remaining_bytes`). A body larger than `max_upload_bytes` plus 64 KiB of framing is refused at once with `file_too_large` and the connection closed.", &[FileTooLarge, QuotaExceeded, ImageTooLarge, EventStorageFull]),
-    415 => problem("The bytes are not a supported image (JPEG, PNG, WebP, GIF, HEIC/HEIF; not AVIF), whatever the declared type; or the image is damaged or cut short. An empty file (0 bytes) is refused the same way.", &[UnsupportedMediaType]),
+    413 => problem("`file_too_large`: a photo larger than `max_upload_bytes`, a video larger than `max_video_bytes` (`limit_bytes`). `video_too_long`: the video's header says it lasts longer than `max_video_seconds` (`duration_s`, `limit_seconds`). `quota_exceeded`: `used_bytes + size > quota_bytes` (`quota_bytes`, `remaining_bytes`). `image_too_large`: the image header declares more than `max_image_pixels` (`pixels`, `limit_pixels`). `event_storage_full`: the file does not fit in what is left of the event's storage cap, all guests together (`cap_bytes`, `remaining_bytes`). A body larger than the larger of `max_upload_bytes` and `max_video_bytes` plus 64 KiB of framing is refused at once with `file_too_large` and the connection closed.", &[FileTooLarge, QuotaExceeded, ImageTooLarge, VideoTooLong, EventStorageFull]),
+    415 => problem("The bytes are not a supported image (JPEG, PNG, WebP, GIF, HEIC/HEIF; not AVIF) or video (MP4 and MOV with H.264, HEVC or AV1; WebM with VP8, VP9 or AV1), whatever the declared type; or the file is damaged or cut short (`detail` names the format). A file that starts like an MP4 or WebM and then is not one is refused as soon as its first boxes show it. An empty file (0 bytes) is refused the same way.", &[UnsupportedMediaType]),
     422 => problem("`client_upload_id_reused`: same guest and key, but another file name or caption. `invalid_caption`: the caption is longer than 500 characters.", &[ClientUploadIdReused, InvalidCaption]),
     500 => shared("Internal"),
     507 => problem("The server's photo disk has less free space than its floor (`--min-free-bytes`); nothing is stored. A replay still answers 200. Retry later.", &[InsufficientStorage]),

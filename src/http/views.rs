@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::db::comments::CommentRow;
 use crate::db::events::EventRow;
 use crate::db::uploads::UploadRow;
-use crate::domain::{UploadStatus, rfc3339};
+use crate::domain::{MediaKind, UploadStatus, rfc3339};
 
 #[derive(Serialize, ToSchema)]
 #[schema(as = Event)]
@@ -172,9 +172,23 @@ pub struct UploadJson {
     pub filename: String,
     #[schema(required = true, max_length = 500)]
     pub caption: Option<String>,
-    /// Sniffed from the bytes: `image/jpeg`, `image/png`, `image/gif`, `image/webp` or `image/heic`.
+    /// Sniffed from the bytes: `image/jpeg`, `image/png`, `image/gif`, `image/webp` or `image/heic` for a photo; `video/mp4`,
+    /// `video/quicktime`, `video/webm` or `video/x-matroska` for a video. The original is served as this type.
     #[schema(examples("image/jpeg"))]
     pub content_type: String,
+    /// `photo` or `video`, from the bytes.
+    #[schema(schema_with = upload_kind)]
+    pub kind: &'static str,
+    /// A video's duration in seconds (milliseconds precision) as its container's header says; null for a photo,
+    /// and for a video whose container does not say (a live WebM recording).
+    #[schema(required = true, minimum = 0, examples(12.48))]
+    pub duration_s: Option<f64>,
+    /// A video's poster: true once a frame of it was made into its `thumb` and `preview` (upright). false while it is
+    /// `processing`, and for a video that is `ready` without one (the server has no `ffmpeg`, or it could not read a
+    /// frame): the video is stored and plays (`urls.original`), `urls.thumb` and `urls.preview` stay null. Null for a
+    /// photo.
+    #[schema(required = true)]
+    pub poster: Option<bool>,
     #[schema(minimum = 0)]
     pub bytes: i64,
     /// Of the original's bytes, lower-case hex.
@@ -223,6 +237,14 @@ fn upload_status() -> utoipa::openapi::Object {
         .build()
 }
 
+fn upload_kind() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["photo", "video"]))
+        .description(Some("`photo` or `video`, sniffed from the bytes."))
+        .build()
+}
+
 fn upload_review() -> utoipa::openapi::Object {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
@@ -233,8 +255,10 @@ fn upload_review() -> utoipa::openapi::Object {
 
 impl UploadJson {
     pub fn new(row: &UploadRow) -> Self {
-        // Derivatives exist once the worker made them (a hidden upload keeps them).
-        let ready = row.status == UploadStatus::Ready;
+        // Derivatives exist once the worker made them (a hidden upload keeps them); a video's
+        // only when a poster frame could be made.
+        let video = row.kind == MediaKind::Video;
+        let ready = row.status == UploadStatus::Ready && (!video || row.poster);
         Self {
             id: row.id,
             event: row.event_slug.clone(),
@@ -243,6 +267,9 @@ impl UploadJson {
             filename: row.filename.clone(),
             caption: row.caption.clone(),
             content_type: row.content_type.clone(),
+            kind: row.kind.as_str(),
+            duration_s: row.duration_ms.filter(|_| video).map(|ms| ms as f64 / 1000.0),
+            poster: video.then_some(row.poster && row.status == UploadStatus::Ready),
             bytes: row.bytes,
             sha256: row.sha256.clone(),
             width: row.width,

@@ -26,6 +26,8 @@ pub enum IngestError {
     UnsupportedMediaType(String),
     #[error("the image declares {pixels} pixels; the limit is {limit}")]
     TooManyPixels { pixels: u64, limit: u64 },
+    #[error("the video lasts {duration_s} s; the limit is {limit_s} s")]
+    VideoTooLong { duration_s: u64, limit_s: u64 },
     #[error("the photo store's disk is below its free-space floor")]
     InsufficientStorage,
     /// The key is another guest's.

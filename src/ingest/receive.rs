@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::staged::Staged;
 use super::{File, IngestError, Stop, Upload, UploadParts};
 use crate::blobs::BlobWriter;
+use crate::media::video::{ContainerSniff, ContainerWalker};
 use crate::media::{Sniffed, Sniffer};
 
 /// A file part streamed to the store, not committed yet.
@@ -14,6 +15,8 @@ pub(super) struct Received {
     pub upload_id: Uuid,
     pub guard: Staged,
     pub sniffed: Sniffed,
+    /// Whether it is a video, and where its headers are.
+    pub container: ContainerSniff,
     pub sha256: String,
     pub bytes: u64,
 }
@@ -23,7 +26,7 @@ impl Upload {
     /// (told once the parts ended); a failure of the source or of the store stops the upload.
     pub(super) async fn receive(&self, parts: &mut impl UploadParts) -> Result<File, Stop> {
         let ingest = &self.ingest;
-        let max = ingest.limits.max_upload_bytes;
+        let limits = ingest.limits;
         if let Some(refusal) = ingest.disk_refusal().await {
             return Ok(File::Refused(refusal));
         }
@@ -36,6 +39,9 @@ impl Upload {
         // Opened with the first byte: an empty file never reaches the store.
         let mut blob: Option<(BlobWriter, Staged)> = None;
         let mut sniffer = Sniffer::default();
+        let mut container = ContainerWalker::default();
+        // A movie header that comes first is checked as soon as it has passed.
+        let mut moov_checked = false;
         let mut hasher = Sha256::new();
         let mut bytes: u64 = 0;
         let stop = loop {
@@ -45,6 +51,22 @@ impl Upload {
                 Err(e) => break Some(Stop::from(e)),
             };
             bytes += chunk.len() as u64;
+            // A video has a limit of its own, known once its first bytes have arrived.
+            container.update(&chunk);
+            let max = match container.is_video() {
+                Some(true) => limits.max_video_bytes,
+                Some(false) => limits.max_upload_bytes,
+                None => limits.max_file_bytes(),
+            };
+            if let Some(why) = container.refusal() {
+                break Some(Stop::Refused(IngestError::UnsupportedMediaType(why.to_owned())));
+            }
+            if !moov_checked && let Some((kind, moov)) = container.streamed_moov() {
+                moov_checked = true;
+                if let Some(refusal) = ingest.early_video_refusal(kind, moov.to_vec()).await {
+                    break Some(Stop::Refused(refusal));
+                }
+            }
             if bytes > max {
                 break Some(Stop::Refused(IngestError::TooLarge { limit_bytes: max }));
             }
@@ -80,6 +102,9 @@ impl Upload {
                 // still make this a replay.
                 Stop::Refused(
                     refusal @ (IngestError::TooLarge { .. }
+                    | IngestError::UnsupportedMediaType(_)
+                    | IngestError::VideoTooLong { .. }
+                    | IngestError::TooManyPixels { .. }
                     | IngestError::QuotaExceeded { .. }
                     | IngestError::EventStorageFull { .. }),
                 ) => Ok(File::Refused(refusal)),
@@ -94,6 +119,7 @@ impl Upload {
             upload_id,
             guard,
             sniffed: sniffer.finish(),
+            container: container.finish(),
             sha256: hex::encode(hasher.finalize()),
             bytes,
         })))

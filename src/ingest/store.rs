@@ -15,13 +15,13 @@ use crate::domain::{Caption, ClientUploadId, Gallery, Review, UploadStatus};
 use crate::media::{self, ProbeError};
 
 /// Headers cannot grow the probe's window past this much of a file.
-const MAX_PROBE_BYTES: usize = 16 * 1024 * 1024;
+pub(super) const MAX_PROBE_BYTES: usize = 16 * 1024 * 1024;
 
 impl Upload {
     /// Probe, insert (or lose to another attempt), charge the quota, commit, finalize.
     pub(super) async fn store(self, mut received: Received) -> Result<Ingested, IngestError> {
         let ingest = &self.ingest;
-        let probe = match ingest.probe(&received).await {
+        let probe = match ingest.probe_media(&received).await {
             Ok(probe) => probe,
             Err(refusal) => {
                 received.guard.delete_now().await;
@@ -40,13 +40,15 @@ impl Upload {
             client_upload_id: key.map(ClientUploadId::uuid),
             filename: self.filename.as_ref().map(|f| f.as_str().to_owned()).unwrap_or_else(|| "photo".into()),
             caption: self.caption.clone().flatten().map(Caption::into_string),
-            content_type: probe.format.mime().to_owned(),
+            content_type: probe.content_type.to_owned(),
             bytes: i64::try_from(received.bytes).unwrap_or(i64::MAX),
             sha256: received.sha256.clone(),
             width: i32::try_from(probe.width).unwrap_or(i32::MAX),
             height: i32::try_from(probe.height).unwrap_or(i32::MAX),
             taken_at: probe.taken_at,
             created_at: Utc::now(),
+            kind: probe.kind,
+            duration_ms: probe.duration_ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX)),
         };
 
         let mut tx = ingest.db.begin().await?;
@@ -102,7 +104,7 @@ impl Ingest {
     }
 
     /// The header probe, on the blocking pool; reads more of the blob when a header is long.
-    async fn probe(&self, received: &Received) -> Result<media::Probe, IngestError> {
+    pub(super) async fn probe(&self, received: &Received) -> Result<media::Probe, IngestError> {
         let max_pixels = self.limits.max_image_pixels;
         let sniffed = Arc::new(received.sniffed.clone());
         let mut head = sniffed.head.clone();
@@ -221,5 +223,8 @@ fn written_row(guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
         event_gallery_opens_at: None,
         webp_thumb: false,
         placeholder: None,
+        kind: new.kind,
+        duration_ms: new.duration_ms,
+        poster: false,
     }
 }

@@ -27,11 +27,13 @@ use crate::db::Db;
 use crate::db::blob_jobs::BlobJobKind;
 use crate::db::derivatives::{ClaimedJob, Made};
 use crate::db::live::LiveKind;
-use crate::domain::UploadStatus;
+use crate::db::uploads::UploadRow;
+use crate::domain::{MediaKind, UploadStatus};
 use crate::jobs::blob_jobs::BlobJobs;
+use crate::jobs::poster::Ffmpeg;
 use crate::live::LiveHub;
 use crate::media::probe::HEAD_BYTES;
-use crate::media::{self, ProbeError};
+use crate::media::{self, ImageFormat, ProbeError};
 
 /// How often an idle worker looks for jobs queued by another instance (its own instance
 /// wakes it at once).
@@ -92,6 +94,9 @@ pub struct DerivativeWorkers {
     pub live: Arc<LiveHub>,
     pub blob_jobs: BlobJobs,
     pub max_image_pixels: u64,
+    /// Makes videos' posters, when this instance has `ffmpeg`.
+    pub ffmpeg: Arc<Ffmpeg>,
+    pub max_video_bytes: u64,
     /// The instance the workers run on: named with each claim.
     pub instance: Uuid,
     /// Once cancelled (the instance is stopping), the workers claim nothing more.
@@ -188,6 +193,9 @@ impl DerivativeWorkers {
             return Ok(Outcome::Gone);
         }
         let (event_id, upload_id) = (row.event_id, row.id);
+        if row.kind == MediaKind::Video {
+            return self.poster(&row).await;
+        }
         let original = self.blobs.get_original(event_id, upload_id, None).await?;
         let len = original.meta.size;
         let reader: Box<dyn Read + Send> = match original.payload {
@@ -211,10 +219,48 @@ impl DerivativeWorkers {
             Ok(derived) => derived,
             Err(reason) => return Ok(Outcome::Undecodable(reason)),
         };
+        Ok(Outcome::Ready(self.put_derivatives(event_id, upload_id, derived).await?))
+    }
+
+    /// Stores the thumb, the preview and the WebP thumb; what was made, for the row.
+    async fn put_derivatives(
+        &self,
+        event_id: Uuid,
+        upload_id: Uuid,
+        derived: media::derive::Derivatives,
+    ) -> anyhow::Result<Made> {
         self.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(derived.thumb.bytes)).await?;
         self.blobs.put(BlobKey::Preview { event_id, upload_id }, Bytes::from(derived.preview.bytes)).await?;
         self.blobs.put(BlobKey::ThumbWebp { event_id, upload_id }, Bytes::from(derived.thumb_webp.bytes)).await?;
-        Ok(Outcome::Ready(Made { webp: true, placeholder: Some(derived.placeholder) }))
+        Ok(Made { webp: true, placeholder: Some(derived.placeholder), poster: false })
+    }
+
+    /// A video: its poster frame from `ffmpeg`, derived like a photo. Without `ffmpeg`, or
+    /// when it cannot read a frame, the video is ready without a poster.
+    async fn poster(&self, row: &UploadRow) -> anyhow::Result<Outcome> {
+        let (event_id, upload_id) = (row.event_id, row.id);
+        if !self.ffmpeg.available() {
+            return Ok(Outcome::Ready(Made::default()));
+        }
+        let original = self.blobs.get_original(event_id, upload_id, None).await?;
+        self.queue.started.fetch_add(1, Relaxed);
+        let started = std::time::Instant::now();
+        let Some(png) = self.ffmpeg.poster(original, &row.content_type, row.duration_ms, self.max_video_bytes).await?
+        else {
+            return Ok(Outcome::Ready(Made::default()));
+        };
+        let frame_ms = started.elapsed().as_millis();
+        let derived = self.blocking.background(move || media::derive::derive(&png, ImageFormat::Png, 1)).await?;
+        let derived = match derived {
+            Ok(derived) => derived,
+            Err(e) => {
+                tracing::warn!(error = %e, "the poster frame could not be derived; the video has no poster");
+                return Ok(Outcome::Ready(Made::default()));
+            }
+        };
+        let made = self.put_derivatives(event_id, upload_id, derived).await?;
+        tracing::info!(frame_ms, poster_ms = started.elapsed().as_millis(), "video poster made");
+        Ok(Outcome::Ready(Made { poster: true, ..made }))
     }
 
     async fn finish(&self, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {

@@ -7,6 +7,7 @@ pub mod idempotency_keys;
 pub mod instances;
 pub mod live_feed;
 pub mod orphans;
+pub mod poster;
 
 use std::future::Future;
 use std::time::Duration;

@@ -7,5 +7,6 @@ pub mod derive;
 pub mod gif_walk;
 pub mod heif_header;
 pub mod probe;
+pub mod video;
 
 pub use probe::{ImageFormat, Probe, ProbeError, Sniffed, Sniffer};

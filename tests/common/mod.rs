@@ -112,6 +112,10 @@ pub struct Options {
     pub blob_store: Option<confetti::blobs::BlobStore>,
     /// How long an organiser may undo a delete (0: the bytes go at once).
     pub undo_grace_s: u64,
+    pub max_video_bytes: u64,
+    pub max_video_seconds: u64,
+    /// The program that makes video posters.
+    pub ffmpeg: PathBuf,
 }
 
 /// The server's own defaults (`confetti::settings::defaults`), except where a test machine
@@ -136,6 +140,9 @@ impl Default for Options {
             min_free_bytes: 0,
             blob_store: None,
             undo_grace_s: UNDO_GRACE_S,
+            max_video_bytes: MAX_VIDEO_BYTES,
+            max_video_seconds: MAX_VIDEO_SECONDS,
+            ffmpeg: PathBuf::from(FFMPEG),
         }
     }
 }
@@ -308,6 +315,9 @@ impl TestApp {
             event_storage_cap_bytes: options.event_storage_cap_bytes,
             min_free_bytes: options.min_free_bytes,
             undo_grace: Duration::from_secs(options.undo_grace_s),
+            max_video_bytes: options.max_video_bytes,
+            max_video_seconds: options.max_video_seconds,
+            ffmpeg: options.ffmpeg.clone(),
             ..Settings::new(data_dir.path(), &format!("http://{addr}"))
         };
         let blobs = options.blob_store.clone().or_else(|| s3.as_deref().map(s3_store));

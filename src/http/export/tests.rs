@@ -12,6 +12,9 @@ fn the_extension_is_the_stored_format_never_the_guests() {
     assert_eq!(name("Anna", "a.tar.gz", "image/webp"), "Anna - a.tar.webp");
     assert_eq!(name("Anna", ".hidden", "image/jpeg"), "Anna - hidden.jpg");
     assert_eq!(name("Anna", "x.jpg", "application/x-msdownload"), "Anna - x.bin");
+    assert_eq!(name("Ben", "IMG_0001.MOV", "video/quicktime"), "Ben - IMG_0001.mov");
+    assert_eq!(name("Ben", "first dance.exe", "video/mp4"), "Ben - first dance.mp4");
+    assert_eq!(name("Ben", "clip", "video/webm"), "Ben - clip.webm");
 }
 
 #[test]
