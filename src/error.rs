@@ -87,7 +87,7 @@ error_codes! {
     QuotaExceeded = "quota_exceeded", PAYLOAD_TOO_LARGE,
         "The file does not fit in the guest's remaining quota (see `quota_bytes`, `remaining_bytes`).";
     UnsupportedMediaType = "unsupported_media_type", UNSUPPORTED_MEDIA_TYPE,
-        "The bytes are not a supported image (JPEG, PNG, WebP, GIF) or video (MP4, MOV, WebM), whatever the declared type; also a damaged or cut-short file, a video in a codec not taken (H.264, HEVC, AV1, VP8, VP9), and an empty file. `detail` names the format.";
+        "The bytes are not a supported image (JPEG, PNG, WebP, GIF, HEIC) or video (MP4, MOV, WebM), whatever the declared type; also a damaged or cut-short file, a video in a codec not taken (H.264, HEVC, AV1, VP8, VP9), and an empty file. `detail` names the format.";
     ImageTooLarge = "image_too_large", PAYLOAD_TOO_LARGE,
         "The image header declares more than `max_image_pixels` pixels (see `pixels`, `limit_pixels`).";
     VideoTooLong = "video_too_long", PAYLOAD_TOO_LARGE,

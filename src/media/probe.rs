@@ -124,7 +124,7 @@ impl Sniffer {
     }
 }
 
-const NOT_AN_IMAGE: &str = "the file is not a supported image (JPEG, PNG, WebP, GIF or HEIC)";
+const NOT_AN_IMAGE: &str = "the file is not a supported photo (JPEG, PNG, WebP, GIF, HEIC) or video (MP4, MOV, WebM)";
 
 /// Decides from the head (and tail) of a file whether it is an image Confetti accepts.
 /// `head` may be longer than `sniffed.head` when the caller re-read more after `NeedMore`.
