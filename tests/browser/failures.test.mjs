@@ -110,7 +110,7 @@ test('uploads closed: the server’s words and Remove, no "Send now"; the picker
     await waitForItems(page, 1, 'done', 10_000);
     assert.equal(posts.length, 2);
     assert.ok(await page.locator('input[type=file]').isEnabled());
-    assert.match(await page.locator('[data-testid=pick]').textContent(), /Upload photos$/);
+    assert.match(await page.locator('[data-testid=pick]').textContent(), /Upload photos & videos$/);
     assert.equal((await f.server.uploads(event)).length, 1);
   });
 });

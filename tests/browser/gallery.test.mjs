@@ -105,16 +105,16 @@ test('German and English: chosen from the browser, switchable, remembered', { ti
     assert.equal(await page.getAttribute('html', 'lang'), 'de');
     assert.equal(await page.textContent('label[for=display_name]'), 'Dein Name');
     await join(page, event, 'Marie');
-    assert.match(await page.textContent('.pick'), /Fotos hochladen/);
+    assert.match(await page.textContent('.pick'), /Fotos & Videos hochladen/);
     await page.click('button[data-action=lang]');
     assert.equal(await page.getAttribute('html', 'lang'), 'en');
-    assert.match(await page.textContent('.pick'), /Upload photos/);
+    assert.match(await page.textContent('.pick'), /Upload photos & videos/);
     assert.equal(await page.textContent('button[data-filter=mine]'), 'My photos');
     await page.reload();
     await page.locator('.uploader').waitFor({ state: 'visible' });
-    assert.match(await page.textContent('.pick'), /Upload photos/, 'the choice is remembered');
+    assert.match(await page.textContent('.pick'), /Upload photos & videos/, 'the choice is remembered');
     await page.click('button[data-action=lang]');
-    assert.match(await page.textContent('.pick'), /Fotos hochladen/);
+    assert.match(await page.textContent('.pick'), /Fotos & Videos hochladen/);
   });
 });
 
