@@ -13,8 +13,9 @@ use super::{Ingest, IngestError, Received};
 use crate::domain::MediaKind;
 use crate::media::video::{self, Container, ContainerSniff, VideoError, VideoProbe};
 
-/// A movie header larger than this is refused: a ten-minute phone video's is about 1 MB.
-const MAX_MOOV_BYTES: u64 = 32 * 1024 * 1024;
+/// A movie header larger than this is refused: a ten-minute phone video's is about 1 MB, and the
+/// header is held in memory while it is read, so 8 MiB bounds what one upload may make the server hold.
+const MAX_MOOV_BYTES: u64 = 8 * 1024 * 1024;
 
 /// What the probe found, photo or video, as the row records it.
 pub(super) struct Probed {
