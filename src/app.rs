@@ -24,6 +24,7 @@ use crate::jobs::derivatives::{DerivativeQueue, DerivativeWorkers};
 use crate::jobs::instances::Instance;
 use crate::jobs::poster::Ffmpeg;
 use crate::live::LiveHub;
+use crate::resumable::Resumable;
 use crate::throttle::Throttle;
 
 pub use crate::http::AppState;
@@ -68,10 +69,17 @@ impl AppState {
             blob_jobs.clone(),
             instance.id,
         ));
+        let resumable = Arc::new(Resumable::new(
+            db.clone(),
+            blobs.clone(),
+            Arc::clone(&ingest),
+            std::time::Duration::from_secs(settings.resumable_expiry_s.max(1)),
+        ));
         Ok(Self {
             blob_jobs,
             derivatives,
             ingest,
+            resumable,
             live: Arc::new(LiveHub::default()),
             settings: Arc::new(Settings { derivative_workers: Some(derivative_workers), ..settings }),
             trusted_proxies: Arc::new(trusted_proxies),
@@ -146,6 +154,12 @@ pub async fn serve(
         instance.id,
     );
     crate::jobs::live_feed::spawn_sweep(state.db.clone(), instance.id);
+    crate::jobs::resumable_sweep::spawn_sweep(
+        state.db.clone(),
+        state.blobs.clone(),
+        state.resumable.expiry(),
+        instance.id,
+    );
     state.derivative_workers().spawn(state.settings.derivative_workers.unwrap_or(1));
     state.blob_jobs.spawn_workers(1);
     let live = Arc::clone(&state.live);

@@ -56,6 +56,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CONFETTI_MAX_VIDEO_SECONDS", default_value_t = defaults::MAX_VIDEO_SECONDS)]
     pub max_video_seconds: u64,
 
+    /// Seconds a resumable upload that is neither completed nor appended to is kept; then its
+    /// bytes are removed.
+    #[arg(long, env = "CONFETTI_RESUMABLE_EXPIRY_S", default_value_t = defaults::RESUMABLE_EXPIRY_S)]
+    pub resumable_expiry_s: u64,
+
     /// The `ffmpeg` program that makes a poster frame for each video (a name on the PATH or a
     /// path). Without it videos are still stored and played, without a poster.
     #[arg(long, env = "CONFETTI_FFMPEG", default_value = defaults::FFMPEG)]
@@ -154,6 +159,7 @@ impl ServeArgs {
             max_image_pixels: self.max_image_pixels,
             max_video_bytes: self.max_video_bytes,
             max_video_seconds: self.max_video_seconds,
+            resumable_expiry_s: self.resumable_expiry_s,
             ffmpeg: self.ffmpeg.clone(),
             guest_quota_bytes: self.guest_quota_bytes,
             idempotency_lease_s: self.idempotency_lease_s,

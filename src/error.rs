@@ -104,6 +104,14 @@ error_codes! {
         "The JSON body is malformed, is not `application/json`, or misses a field; or a field or query value is out of range (empty or over-long event name, negative quota, non-numeric `limit`, a member other than `hidden` or `approved` when changing an upload, an unknown `gallery` mode); or a path segment that is not valid UTF-8, or a query parameter given twice.";
     InvalidCursor = "invalid_cursor", BAD_REQUEST,
         "Listing: the `cursor` is not one this server gave out.";
+    UploadLengthRequired = "upload_length_required", BAD_REQUEST,
+        "Resumable upload: created without `Upload-Length` (and not complete with a `Content-Length`).";
+    InconsistentUploadLength = "inconsistent_upload_length", BAD_REQUEST,
+        "Resumable upload: two lengths that differ, or more (or, at its end, fewer) bytes than the declared length; the upload resource is cancelled.";
+    UploadOffsetMismatch = "upload_offset_mismatch", CONFLICT,
+        "Resumable upload: the request's `Upload-Offset` is not the resource's; `expected-offset`, `provided-offset` and the `Upload-Offset` header say where to go on.";
+    UploadBusy = "upload_busy", CONFLICT,
+        "Resumable upload: another request is appending to it right now; `Upload-Offset` says how far it is, `Retry-After` when to ask again.";
     Internal = "internal", INTERNAL_SERVER_ERROR,
         "Something unexpected failed (database, storage, a panic). Logged on the server; `detail` says nothing more.";
     BodyTooLarge = "body_too_large", PAYLOAD_TOO_LARGE,
@@ -267,6 +275,14 @@ pub enum ApiError {
     UploadNotDeleted,
     #[error("this photo can no longer be restored")]
     UndoExpired,
+    #[error("the upload's length is missing: send Upload-Length")]
+    UploadLengthRequired,
+    #[error("{0}")]
+    InconsistentUploadLength(String),
+    #[error("the upload's offset is {expected}, not {provided}")]
+    UploadOffsetMismatch { expected: u64, provided: u64 },
+    #[error("another request is appending to this upload")]
+    UploadBusy { offset: u64 },
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -325,6 +341,10 @@ impl ApiError {
             CoOrganiserLimit { .. } => ErrorCode::CoOrganiserLimit,
             UploadNotDeleted => ErrorCode::UploadNotDeleted,
             UndoExpired => ErrorCode::UndoExpired,
+            UploadLengthRequired => ErrorCode::UploadLengthRequired,
+            InconsistentUploadLength(_) => ErrorCode::InconsistentUploadLength,
+            UploadOffsetMismatch { .. } => ErrorCode::UploadOffsetMismatch,
+            UploadBusy { .. } => ErrorCode::UploadBusy,
             Internal(_) => ErrorCode::Internal,
         }
     }
@@ -352,6 +372,10 @@ impl ApiError {
                 problem.limit_seconds = Some(limit_s);
             }
             ApiError::TooManyAttempts { retry_after_s } => problem.retry_after_s = Some(retry_after_s),
+            ApiError::UploadOffsetMismatch { expected, provided } => {
+                problem.expected_offset = Some(expected);
+                problem.provided_offset = Some(provided);
+            }
             _ => {}
         }
     }
@@ -408,6 +432,14 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false, minimum = 1)]
     pub retry_after_s: Option<u64>,
+    /// With `upload_offset_mismatch`: the upload resource's offset.
+    #[serde(rename = "expected-offset", skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub expected_offset: Option<u64>,
+    /// With `upload_offset_mismatch`: the offset the request named.
+    #[serde(rename = "provided-offset", skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub provided_offset: Option<u64>,
 }
 
 /// Any unexpected failure (database, storage, a panicked blocking task) is an internal error.
@@ -476,7 +508,7 @@ impl IntoResponse for ApiError {
             };
         let code = self.code();
         let mut body = Problem {
-            kind: format!("https://confetti.invalid/problems/{}", code.as_str()),
+            kind: problem_type(code),
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
             status: status.as_u16(),
             detail,
@@ -490,6 +522,8 @@ impl IntoResponse for ApiError {
             duration_s: None,
             limit_seconds: None,
             retry_after_s: None,
+            expected_offset: None,
+            provided_offset: None,
         };
         self.extensions(&mut body);
         let mut response = (status, axum::Json(body)).into_response();
@@ -498,12 +532,31 @@ impl IntoResponse for ApiError {
         if let ApiError::TooManyAttempts { retry_after_s } | ApiError::IdempotencyKeyInFlight { retry_after_s } = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
         }
+        if let ApiError::UploadBusy { offset } | ApiError::UploadOffsetMismatch { expected: offset, .. } = self {
+            headers.insert("upload-offset", HeaderValue::from(offset));
+        }
+        if let ApiError::UploadBusy { .. } = self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         if let ApiError::RangeNotSatisfiable { len } = self
             && let Ok(value) = HeaderValue::from_str(&format!("bytes */{len}"))
         {
             headers.insert(header::CONTENT_RANGE, value);
         }
         response
+    }
+}
+
+/// The problem type: Confetti's own, or the one the resumable-upload draft registers with IANA.
+fn problem_type(code: ErrorCode) -> String {
+    match code {
+        ErrorCode::UploadOffsetMismatch => {
+            "https://iana.org/assignments/http-problem-types#mismatching-upload-offset".into()
+        }
+        ErrorCode::InconsistentUploadLength => {
+            "https://iana.org/assignments/http-problem-types#inconsistent-upload-length".into()
+        }
+        code => format!("https://confetti.invalid/problems/{}", code.as_str()),
     }
 }
 

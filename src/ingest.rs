@@ -47,6 +47,7 @@ use crate::domain::{Caption, ClientUploadId, FileName};
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::jobs::derivatives::DerivativeQueue;
 
+mod assembled;
 mod error;
 mod parts;
 mod receive;
@@ -54,6 +55,7 @@ mod staged;
 mod store;
 mod video;
 
+pub use assembled::{Assembled, HEAD_CHECK_BYTES};
 pub use error::IngestError;
 pub use parts::{Part, PartsError, UploadParts};
 use receive::Received;

@@ -41,6 +41,8 @@ pub mod live;
 pub mod media;
 /// Confetti's files and directories, readable by the server's user only.
 pub mod private_files;
+/// Resumable uploads: a file sent in pieces, stored by `ingest` once whole.
+pub mod resumable;
 /// The runtime settings, a plain struct with defaults, apart from the command line.
 pub mod settings;
 /// Throttling of organiser logins and joins with a wrong token, per client and event.

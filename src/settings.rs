@@ -13,6 +13,7 @@ pub mod defaults {
     pub const MAX_IMAGE_PIXELS: u64 = 100_000_000;
     pub const MAX_VIDEO_BYTES: u64 = 2 * 1024 * 1024 * 1024;
     pub const MAX_VIDEO_SECONDS: u64 = 600;
+    pub const RESUMABLE_EXPIRY_S: u64 = 86_400;
     pub const FFMPEG: &str = "ffmpeg";
     pub const GUEST_QUOTA_BYTES: i64 = 1024 * 1024 * 1024;
     pub const IDEMPOTENCY_LEASE_S: u64 = 30;
@@ -41,6 +42,8 @@ pub struct Settings {
     pub max_image_pixels: u64,
     pub max_video_bytes: u64,
     pub max_video_seconds: u64,
+    /// Seconds an untouched resumable upload is kept.
+    pub resumable_expiry_s: u64,
     /// The `ffmpeg` program that makes video posters; checked when the instance starts.
     pub ffmpeg: PathBuf,
     pub guest_quota_bytes: i64,
@@ -84,6 +87,7 @@ impl Settings {
             max_image_pixels: MAX_IMAGE_PIXELS,
             max_video_bytes: MAX_VIDEO_BYTES,
             max_video_seconds: MAX_VIDEO_SECONDS,
+            resumable_expiry_s: RESUMABLE_EXPIRY_S,
             ffmpeg: PathBuf::from(FFMPEG),
             guest_quota_bytes: GUEST_QUOTA_BYTES,
             idempotency_lease_s: IDEMPOTENCY_LEASE_S,

@@ -6,6 +6,8 @@
 
 mod common;
 
+use base64::Engine;
+
 use std::collections::BTreeSet;
 
 use common::{ADMIN_TOKEN, Backend, Options, TestApp, assert_problem, images};
@@ -95,6 +97,10 @@ const UNKEYED_WRITES: &[(&str, &str)] = &[
     ("post", "/api/v1/events/{slug}/organiser-sessions"),
     ("delete", "/api/v1/events/{slug}/organiser-sessions/current"),
     ("put", "/api/v1/uploads/{id}/like"),
+    // Resumable uploads are keyed by `client_upload_id` and their offsets.
+    ("post", "/api/v1/events/{slug}/uploads/resumable"),
+    ("patch", "/api/v1/events/{slug}/uploads/resumable/{id}"),
+    ("delete", "/api/v1/events/{slug}/uploads/resumable/{id}"),
 ];
 
 /// The write with its own key (a UUID `client_upload_id` / `Idempotency-Key`), see
@@ -718,7 +724,28 @@ async fn the_keyed_writes_are_exactly_those_that_take_a_key(backend: Backend) {
     let upload: Value = response.json().await.expect("upload json");
     let upload_id = upload["id"].as_str().expect("id").to_owned();
     let invalid_key = "k".repeat(256);
-    let writer = Writer { app: &app, event: &event, organiser: &organiser, guest: &guest, upload_id: &upload_id };
+    let metadata =
+        |key: Uuid| format!("client_upload_id {}", base64::engine::general_purpose::STANDARD.encode(key.to_string()));
+    let response = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{}/uploads/resumable", event.slug)))
+        .bearer_auth(&guest.token)
+        .header("Upload-Length", "1000")
+        .header("Upload-Metadata", metadata(Uuid::new_v4()))
+        .send()
+        .await
+        .expect("create");
+    let resumable: Value = response.json().await.expect("resource json");
+    let resumable_id = resumable["id"].as_str().expect("id").to_owned();
+    let writer = Writer {
+        app: &app,
+        event: &event,
+        organiser: &organiser,
+        guest: &guest,
+        upload_id: &upload_id,
+        resumable_id: &resumable_id,
+        new_key: metadata(Uuid::new_v4()),
+    };
 
     for (method, path, _) in KEYED_WRITES {
         let response =
@@ -744,11 +771,16 @@ struct Writer<'a> {
     organiser: &'a str,
     guest: &'a common::Guest,
     upload_id: &'a str,
+    /// An open resumable upload of the guest's, 1000 bytes long.
+    resumable_id: &'a str,
+    /// `Upload-Metadata` with a key not used yet.
+    new_key: String,
 }
 
 impl Writer<'_> {
     fn request(&self, method: &str, path: &str) -> reqwest::RequestBuilder {
-        let url = self.app.url(&path.replace("{slug}", &self.event.slug).replace("{id}", self.upload_id));
+        let id = if path.contains("/resumable/") { self.resumable_id } else { self.upload_id };
+        let url = self.app.url(&path.replace("{slug}", &self.event.slug).replace("{id}", id));
         let builder =
             self.app.client.request(Method::from_bytes(method.to_uppercase().as_bytes()).expect("a method"), url);
         match (method, path) {
@@ -775,6 +807,16 @@ impl Writer<'_> {
             ("post", "/api/v1/events/{slug}/uploads") => builder
                 .bearer_auth(&self.guest.token)
                 .multipart(common::upload_form(&images::jpeg(8, 8), None, "photo.jpg", None)),
+            ("post", "/api/v1/events/{slug}/uploads/resumable") => builder
+                .bearer_auth(&self.guest.token)
+                .header("Upload-Length", "1000")
+                .header("Upload-Metadata", &self.new_key),
+            ("patch", "/api/v1/events/{slug}/uploads/resumable/{id}") => builder
+                .bearer_auth(&self.guest.token)
+                .header("Content-Type", "application/partial-upload")
+                .header("Upload-Offset", "0")
+                .header("Upload-Complete", "?0")
+                .body(images::jpeg(8, 8)[..10].to_vec()),
             _ => builder.bearer_auth(&self.guest.token),
         }
     }

@@ -18,6 +18,43 @@ const BATCH_BYTES: usize = 256 * 1024;
 pub struct LocalWriter {
     staging: PathBuf,
     target: PathBuf,
+    batches: Batches,
+}
+
+impl LocalWriter {
+    pub fn new(target: PathBuf) -> Self {
+        let mut staging = target.clone().into_os_string();
+        staging.push("#upload");
+        let staging: PathBuf = staging.into();
+        Self { batches: Batches::new(None, staging.clone()), staging, target }
+    }
+
+    pub async fn write(&mut self, chunk: Bytes) -> std::io::Result<()> {
+        self.batches.write(chunk).await
+    }
+
+    /// Writes what is left and moves the file to its key.
+    pub async fn finish(mut self) -> std::io::Result<()> {
+        self.batches.flush().await?;
+        self.batches.settle().await?;
+        let (staging, target) = (self.staging.clone(), self.target.clone());
+        tokio::task::spawn_blocking(move || std::fs::rename(staging, target)).await.map_err(std::io::Error::other)?
+    }
+
+    /// Stops and removes the partial file.
+    pub async fn abort(mut self) -> std::io::Result<()> {
+        let _ = self.batches.settle().await;
+        match tokio::fs::remove_file(&self.staging).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Chunks gathered into batches, each written by one blocking task while the next gathers;
+/// the file is created at `path` with the first batch unless it was given open.
+pub(super) struct Batches {
+    path: PathBuf,
     /// The open file between writes; `None` before the first and while one is in flight.
     file: Option<std::fs::File>,
     in_flight: Option<JoinHandle<std::io::Result<std::fs::File>>>,
@@ -25,29 +62,27 @@ pub struct LocalWriter {
     batched: usize,
 }
 
-impl LocalWriter {
-    pub fn new(target: PathBuf) -> Self {
-        let mut staging = target.clone().into_os_string();
-        staging.push("#upload");
-        Self { staging: staging.into(), target, file: None, in_flight: None, batch: Vec::new(), batched: 0 }
+impl Batches {
+    pub(super) fn new(file: Option<std::fs::File>, path: PathBuf) -> Self {
+        Self { path, file, in_flight: None, batch: Vec::new(), batched: 0 }
     }
 
-    pub async fn write(&mut self, chunk: Bytes) -> std::io::Result<()> {
+    pub(super) async fn write(&mut self, chunk: Bytes) -> std::io::Result<()> {
         self.batched += chunk.len();
         self.batch.push(chunk);
         if self.batched >= BATCH_BYTES { self.flush().await } else { Ok(()) }
     }
 
     /// Waits for the write in flight, then hands the gathered batch to a blocking task.
-    async fn flush(&mut self) -> std::io::Result<()> {
+    pub(super) async fn flush(&mut self) -> std::io::Result<()> {
         let file = self.settle().await?;
         let batch = std::mem::take(&mut self.batch);
         self.batched = 0;
-        let staging = self.staging.clone();
+        let path = self.path.clone();
         self.in_flight = Some(tokio::task::spawn_blocking(move || {
             let mut file = match file {
                 Some(file) => file,
-                None => open(&staging)?,
+                None => open(&path)?,
             };
             write_all(&mut file, &batch)?;
             Ok(file)
@@ -56,28 +91,22 @@ impl LocalWriter {
     }
 
     /// The file once no write is in flight.
-    async fn settle(&mut self) -> std::io::Result<Option<std::fs::File>> {
+    pub(super) async fn settle(&mut self) -> std::io::Result<Option<std::fs::File>> {
         match self.in_flight.take() {
             Some(task) => task.await.map_err(std::io::Error::other)?.map(Some),
             None => Ok(self.file.take()),
         }
     }
 
-    /// Writes what is left and moves the file to its key.
-    pub async fn finish(mut self) -> std::io::Result<()> {
+    /// Writes everything gathered and syncs the file to disk.
+    pub(super) async fn sync(&mut self) -> std::io::Result<()> {
         self.flush().await?;
-        self.settle().await?;
-        let (staging, target) = (self.staging.clone(), self.target.clone());
-        tokio::task::spawn_blocking(move || std::fs::rename(staging, target)).await.map_err(std::io::Error::other)?
-    }
-
-    /// Stops and removes the partial file.
-    pub async fn abort(mut self) -> std::io::Result<()> {
-        let _ = self.settle().await;
-        match tokio::fs::remove_file(&self.staging).await {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        }
+        let file = self.settle().await?.ok_or_else(|| std::io::Error::other("the file is not open"))?;
+        let file = tokio::task::spawn_blocking(move || file.sync_data().map(|()| file))
+            .await
+            .map_err(std::io::Error::other)??;
+        self.file = Some(file);
+        Ok(())
     }
 }
 

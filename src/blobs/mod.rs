@@ -8,6 +8,7 @@
 //! space can be read, so uploads stop before the disk fills.
 
 mod local_writer;
+mod partial;
 mod s3_writer;
 mod tls;
 
@@ -27,6 +28,7 @@ use uuid::Uuid;
 
 use local_writer::LocalWriter;
 use object_store::multipart::MultipartStore;
+pub use partial::{Kept, PartialAppender, PartialState};
 pub use s3_writer::RecordMultipart;
 use s3_writer::S3Writer;
 
@@ -351,6 +353,11 @@ impl BlobStore {
             }
         }
         self.delete(key).await
+    }
+
+    /// Where a blob is on the local disk, for a store that is one.
+    pub fn local_path(&self, key: BlobKey) -> Option<std::path::PathBuf> {
+        self.local_root.as_ref().map(|root| root.join(key.path().as_ref()))
     }
 
     /// Writes a small blob in one piece (derivatives), replacing what was there.

@@ -20,6 +20,7 @@ pub mod instances;
 pub mod likes;
 pub mod live;
 pub mod organiser_logins;
+pub mod resumable;
 pub mod undo;
 pub mod uploads;
 

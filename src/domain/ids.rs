@@ -29,6 +29,11 @@ impl ClientUploadId {
     pub fn uuid(self) -> Uuid {
         self.0
     }
+
+    /// A key read back from the database (never the nil UUID there).
+    pub fn from_uuid(id: Uuid) -> Option<Self> {
+        (!id.is_nil()).then_some(Self(id))
+    }
 }
 
 /// An event's slug in a URL: lower-case letters, digits and dashes, at most 80 characters.

@@ -218,6 +218,10 @@ impl Caption {
     pub fn into_string(self) -> String {
         self.0
     }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// A comment on a photo: 1–1000 characters once cleaned and trimmed.

@@ -26,6 +26,7 @@ pub mod pages;
 pub mod problem;
 pub mod reactions;
 pub mod restore;
+pub mod resumable;
 pub mod security_headers;
 mod state;
 pub mod system;
@@ -51,6 +52,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(guests::routes())
         .merge(organiser::routes())
         .merge(uploads::routes(&keyed))
+        .merge(resumable::routes())
         .merge(gallery::routes())
         .merge(reactions::routes(&keyed))
         .merge(export::routes())

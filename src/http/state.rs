@@ -32,6 +32,8 @@ pub struct AppState {
     pub blob_jobs: BlobJobs,
     pub live: Arc<LiveHub>,
     pub ingest: Arc<Ingest>,
+    /// Uploads sent in pieces, stored by `ingest` once whole.
+    pub resumable: Arc<crate::resumable::Resumable>,
     /// This instance among those sharing the database: its heartbeat, its clean-ups.
     pub instance: Instance,
     /// `ffmpeg`, for videos' posters, as found at start.

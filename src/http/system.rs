@@ -188,12 +188,13 @@ async fn info(State(state): State<AppState>) -> Json<Info> {
     Json(Info {
         name: "confetti",
         version: env!("CARGO_PKG_VERSION"),
-        capabilities: &["client_upload_id", "upload_preflight", "idempotency_keys"],
+        capabilities: if state.resumable.available() { WITH_RESUMABLE } else { CAPABILITIES },
         limits: Limits {
             max_upload_bytes: state.settings.max_upload_bytes,
             max_image_pixels: state.settings.max_image_pixels,
             max_video_bytes: state.settings.max_video_bytes,
             max_video_seconds: state.settings.max_video_seconds,
+            resumable_expiry_s: state.settings.resumable_expiry_s,
         },
         idempotency: KeyTiming {
             retention_s: state.settings.idempotency_retention_s,
@@ -243,7 +244,16 @@ struct Limits {
     /// Longest video accepted, in seconds, as its header says (default 600); longer: 413 `video_too_long`.
     #[schema(minimum = 0)]
     max_video_seconds: u64,
+    /// Seconds an untouched resumable upload is kept before its bytes are removed (`--resumable-expiry-s`,
+    /// default 86400; capability `resumable_uploads`).
+    #[schema(minimum = 0)]
+    resumable_expiry_s: u64,
 }
+
+/// What every server can do.
+const CAPABILITIES: &[&str] = &["client_upload_id", "upload_preflight", "idempotency_keys"];
+/// Where the photo store keeps partial uploads (a local directory, S3).
+const WITH_RESUMABLE: &[&str] = &["client_upload_id", "upload_preflight", "idempotency_keys", "resumable_uploads"];
 
 /// How long this server keeps `Idempotency-Key`s (capability `idempotency_keys`; parameter `IdempotencyKey`).
 #[derive(Serialize, ToSchema)]

@@ -19,6 +19,8 @@ pub(super) struct Received {
     pub container: ContainerSniff,
     pub sha256: String,
     pub bytes: u64,
+    /// A resumable upload's resource, completed with the row, and until when it answers retries.
+    pub resumable: Option<(Uuid, chrono::DateTime<chrono::Utc>)>,
 }
 
 impl Upload {
@@ -122,6 +124,7 @@ impl Upload {
             container: container.finish(),
             sha256: hex::encode(hasher.finalize()),
             bytes,
+            resumable: None,
         })))
     }
 

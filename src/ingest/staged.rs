@@ -36,6 +36,22 @@ impl Staged {
         upload_id: Uuid,
     ) -> Result<(BlobWriter, Staged), IngestError> {
         let key = blobs.upload_key(event_id, upload_id);
+        let staged = Self::adopt(db, blobs, instance, upload_id, key).await?;
+        // Dropped on failure: the record goes again.
+        let writer = blobs.begin_upload(event_id, upload_id, staged.record_multipart()).await?;
+        Ok((writer, staged))
+    }
+
+    /// Records the upload at `key` as this instance's staged upload, from now until its commit:
+    /// one about to be written, or a file already whole there (a resumable upload's assembled
+    /// bytes).
+    pub async fn adopt(
+        db: &Db,
+        blobs: &BlobStore,
+        instance: Uuid,
+        upload_id: Uuid,
+        key: BlobKey,
+    ) -> Result<Staged, IngestError> {
         let record = StagedUpload {
             upload_id,
             instance_id: instance,
@@ -45,10 +61,7 @@ impl Staged {
         };
         db.stage_upload(&record).await.map_err(anyhow::Error::from)?;
         let multipart_id = Arc::new(OnceLock::new());
-        let staged = Staged { db: db.clone(), blobs: blobs.clone(), upload_id, key, multipart_id, armed: true };
-        // Dropped on failure: the record goes again.
-        let writer = blobs.begin_upload(event_id, upload_id, staged.record_multipart()).await?;
-        Ok((writer, staged))
+        Ok(Staged { db: db.clone(), blobs: blobs.clone(), upload_id, key, multipart_id, armed: true })
     }
 
     /// Records the multipart upload `create` makes, and keeps its id for abandoning it.

@@ -68,6 +68,9 @@ impl Upload {
         }
         tx.queue_derivatives(id).await?;
         tx.unstage_upload(id).await?;
+        if let Some((resource, until)) = received.resumable {
+            tx.complete_resumable(resource, until).await?;
+        }
         // Written to a temporary key: moved to the final one after the commit. Written straight
         // to the final key (S3): nothing to move.
         let finalize = match received.guard.key {

@@ -8,6 +8,7 @@ pub mod instances;
 pub mod live_feed;
 pub mod orphans;
 pub mod poster;
+pub mod resumable_sweep;
 
 use std::future::Future;
 use std::time::Duration;

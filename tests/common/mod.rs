@@ -114,6 +114,8 @@ pub struct Options {
     pub undo_grace_s: u64,
     pub max_video_bytes: u64,
     pub max_video_seconds: u64,
+    /// Seconds an untouched resumable upload is kept.
+    pub resumable_expiry_s: u64,
     /// The program that makes video posters.
     pub ffmpeg: PathBuf,
 }
@@ -142,6 +144,7 @@ impl Default for Options {
             undo_grace_s: UNDO_GRACE_S,
             max_video_bytes: MAX_VIDEO_BYTES,
             max_video_seconds: MAX_VIDEO_SECONDS,
+            resumable_expiry_s: RESUMABLE_EXPIRY_S,
             ffmpeg: PathBuf::from(FFMPEG),
         }
     }
@@ -317,6 +320,7 @@ impl TestApp {
             undo_grace: Duration::from_secs(options.undo_grace_s),
             max_video_bytes: options.max_video_bytes,
             max_video_seconds: options.max_video_seconds,
+            resumable_expiry_s: options.resumable_expiry_s,
             ffmpeg: options.ffmpeg.clone(),
             ..Settings::new(data_dir.path(), &format!("http://{addr}"))
         };

@@ -1,0 +1,250 @@
+//! Resumable upload resources: creation (one open resource per key), the lease an appending
+//! request holds, progress fenced by that lease, completion (in the upload's own transaction),
+//! cancellation, and what the cleanup sweep finds.
+
+use chrono::{DateTime, Utc};
+use sqlx::FromRow;
+use uuid::Uuid;
+
+use super::{Db, Tx, on_db, on_tx};
+
+#[derive(Clone, Debug, FromRow)]
+pub struct ResumableRow {
+    pub id: Uuid,
+    pub event_id: Uuid,
+    pub guest_id: Uuid,
+    pub client_upload_id: Uuid,
+    pub filename: String,
+    pub caption: Option<String>,
+    pub length: i64,
+    pub upload_offset: i64,
+    pub interop: Option<i32>,
+    pub state: String,
+    pub multipart_id: Option<String>,
+    pub part_size: i64,
+    pub parts: String,
+    pub tail_bytes: i64,
+    pub lock_until: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Where an appending request got to; written only while its lease holds.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    pub offset: i64,
+    pub multipart_id: Option<String>,
+    /// JSON array of the S3 parts' ids.
+    pub parts: String,
+    pub tail_bytes: i64,
+}
+
+/// The columns of `ResumableRow`.
+macro_rules! columns {
+    () => {
+        "id, event_id, guest_id, client_upload_id, filename, caption, length, upload_offset, interop, state, \
+         multipart_id, part_size, parts, tail_bytes, lock_until, created_at, expires_at"
+    };
+}
+
+impl Db {
+    /// Creates the resource; `false` when the key has an open one already (read it with
+    /// `open_resumable_by_key`).
+    pub async fn insert_resumable(&self, row: &ResumableRow) -> sqlx::Result<bool> {
+        let inserted = on_db!(self, pool => sqlx::query(
+            "INSERT INTO resumable_uploads (id, event_id, guest_id, client_upload_id, filename, caption, length,
+                 upload_offset, interop, state, part_size, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, 'open', $9, $10, $11)
+             ON CONFLICT (client_upload_id) WHERE state = 'open' DO NOTHING",
+        )
+        .bind(row.id)
+        .bind(row.event_id)
+        .bind(row.guest_id)
+        .bind(row.client_upload_id)
+        .bind(&row.filename)
+        .bind(&row.caption)
+        .bind(row.length)
+        .bind(row.interop)
+        .bind(row.part_size)
+        .bind(row.created_at)
+        .bind(row.expires_at)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(inserted == 1)
+    }
+
+    pub async fn open_resumable_by_key(&self, client_upload_id: Uuid) -> sqlx::Result<Option<ResumableRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(
+            "SELECT ", columns!(), " FROM resumable_uploads WHERE client_upload_id = $1 AND state = 'open'"
+        )).bind(client_upload_id).fetch_optional(pool).await)
+    }
+
+    pub async fn resumable_by_id(&self, id: Uuid) -> sqlx::Result<Option<ResumableRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!("SELECT ", columns!(), " FROM resumable_uploads WHERE id = $1")).bind(id).fetch_optional(pool).await)
+    }
+
+    /// Bytes the guest's other open resources will need: reserved against the quota.
+    pub async fn resumable_reserved_bytes(&self, guest_id: Uuid, now: DateTime<Utc>) -> sqlx::Result<i64> {
+        let sum: Option<i64> = on_db!(self, pool => sqlx::query_scalar(
+            "SELECT CAST(COALESCE(SUM(length), 0) AS BIGINT) FROM resumable_uploads
+             WHERE guest_id = $1 AND state = 'open' AND expires_at > $2",
+        )
+        .bind(guest_id)
+        .bind(now)
+        .fetch_one(pool)
+        .await)?;
+        Ok(sum.unwrap_or(0))
+    }
+
+    /// Takes the lease of an open, unexpired resource that no request holds; the row as it is
+    /// then, or `None` (read the row to tell why).
+    pub async fn lock_resumable(
+        &self,
+        id: Uuid,
+        token: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> sqlx::Result<Option<ResumableRow>> {
+        let taken = on_db!(self, pool => sqlx::query(
+            "UPDATE resumable_uploads SET lock_token = $2, lock_until = $4
+             WHERE id = $1 AND state = 'open' AND expires_at > $3 AND (lock_until IS NULL OR lock_until < $3)",
+        )
+        .bind(id)
+        .bind(token)
+        .bind(now)
+        .bind(until)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        if taken == 0 {
+            return Ok(None);
+        }
+        self.resumable_by_id(id).await
+    }
+
+    /// Records progress and renews the lease and the expiry; `false` when the lease is no
+    /// longer this request's (taken over, or the resource cancelled): it must stop writing.
+    pub async fn resumable_progress(
+        &self,
+        id: Uuid,
+        token: Uuid,
+        progress: &Progress,
+        until: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> sqlx::Result<bool> {
+        let updated = on_db!(self, pool => sqlx::query(
+            "UPDATE resumable_uploads SET upload_offset = $3, multipart_id = $4, parts = $5, tail_bytes = $6,
+                 lock_until = $7, expires_at = $8
+             WHERE id = $1 AND lock_token = $2 AND state = 'open'",
+        )
+        .bind(id)
+        .bind(token)
+        .bind(progress.offset)
+        .bind(&progress.multipart_id)
+        .bind(&progress.parts)
+        .bind(progress.tail_bytes)
+        .bind(until)
+        .bind(expires_at)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(updated == 1)
+    }
+
+    /// Gives the lease back.
+    pub async fn unlock_resumable(&self, id: Uuid, token: Uuid) -> sqlx::Result<()> {
+        on_db!(self, pool => sqlx::query(
+            "UPDATE resumable_uploads SET lock_token = NULL, lock_until = NULL WHERE id = $1 AND lock_token = $2",
+        )
+        .bind(id)
+        .bind(token)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// Cancels an open resource (the cleanup removes its bytes); `false` when it was not open.
+    /// A request appending to it finds its lease gone at its next step and stops.
+    pub async fn cancel_resumable(&self, id: Uuid, now: DateTime<Utc>) -> sqlx::Result<bool> {
+        let updated = on_db!(self, pool => sqlx::query(
+            "UPDATE resumable_uploads SET state = 'cancelled', expires_at = $2, lock_token = NULL, lock_until = NULL
+             WHERE id = $1 AND state = 'open'",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(updated == 1)
+    }
+
+    /// Resources whose time is up: cancelled or expired ones (bytes to remove) and completed
+    /// tombstones, none held by a request.
+    pub async fn resumables_to_sweep(&self, now: DateTime<Utc>, limit: i64) -> sqlx::Result<Vec<ResumableRow>> {
+        on_db!(self, pool => sqlx::query_as(concat!(
+            "SELECT ", columns!(), " FROM resumable_uploads
+             WHERE expires_at <= $1 AND (lock_until IS NULL OR lock_until < $1)
+             ORDER BY expires_at LIMIT $2"
+        )).bind(now).bind(limit).fetch_all(pool).await)
+    }
+
+    /// Takes a resource due for removal for the sweep (as a lease: should this instance die,
+    /// another takes it again once it ends); `false` when a request or another sweep has it.
+    pub async fn claim_resumable_removal(
+        &self,
+        id: Uuid,
+        token: Uuid,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> sqlx::Result<bool> {
+        let taken = on_db!(self, pool => sqlx::query(
+            "UPDATE resumable_uploads SET state = CASE WHEN state = 'completed' THEN state ELSE 'cancelled' END,
+                 lock_token = $2, lock_until = $4
+             WHERE id = $1 AND expires_at <= $3 AND (lock_until IS NULL OR lock_until < $3)",
+        )
+        .bind(id)
+        .bind(token)
+        .bind(now)
+        .bind(until)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(taken == 1)
+    }
+
+    /// The row goes once its bytes are gone.
+    pub async fn delete_resumable(&self, id: Uuid, token: Uuid) -> sqlx::Result<()> {
+        on_db!(self, pool => sqlx::query("DELETE FROM resumable_uploads WHERE id = $1 AND lock_token = $2")
+            .bind(id)
+            .bind(token)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+
+    /// After another attempt stored the key's upload: the resource answers with it from now on.
+    pub async fn complete_resumable(&self, id: Uuid, expires_at: DateTime<Utc>) -> sqlx::Result<()> {
+        let mut tx = self.begin().await?;
+        tx.complete_resumable(id, expires_at).await?;
+        tx.commit().await
+    }
+}
+
+impl Tx {
+    /// In the upload's own transaction: the resource is completed with the row.
+    pub async fn complete_resumable(&mut self, id: Uuid, expires_at: DateTime<Utc>) -> sqlx::Result<()> {
+        on_tx!(self, tx => sqlx::query(
+            "UPDATE resumable_uploads SET state = 'completed', lock_token = NULL, lock_until = NULL, expires_at = $2
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(expires_at)
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(())
+    }
+}

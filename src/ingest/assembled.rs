@@ -1,0 +1,229 @@
+//! A file that arrived in pieces (a resumable upload, `crate::resumable`) joins the use case:
+//! its head is checked as soon as it has arrived, and once whole it goes through the same steps
+//! as a one-request upload's file — the key looked up (a replay stores nothing), the guest's
+//! and the event's switches, one read of the file for its hash and what the sniffers see, the
+//! probe, the insert with its quota charge — with the resource completed in the upload's own
+//! transaction.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::receive::Received;
+use super::staged::Staged;
+use super::{File, Ingest, IngestError, Ingested, Key, check_declared};
+use crate::blobs::BlobKey;
+use crate::db::guests::GuestRow;
+use crate::db::uploads::UploadRow;
+use crate::domain::{Caption, ClientUploadId, FileName};
+use crate::media::probe::HEAD_BYTES;
+use crate::media::video::{ContainerSniff, ContainerWalker};
+use crate::media::{ProbeError, Sniffer};
+
+/// How much of a file's start is checked before the rest is taken.
+pub const HEAD_CHECK_BYTES: u64 = HEAD_BYTES as u64;
+
+/// Read size of the pass over a whole local file.
+const PASS_CHUNK: usize = 1024 * 1024;
+
+/// A resumable upload's file, whole at `key`.
+pub struct Assembled {
+    /// The resource's id: the upload gets it.
+    pub upload_id: Uuid,
+    pub key: BlobKey,
+    pub client_upload_id: ClientUploadId,
+    pub filename: FileName,
+    pub caption: Option<Caption>,
+    /// Until when the completed resource answers retries with the stored upload.
+    pub tombstone_until: DateTime<Utc>,
+}
+
+/// What one read of the whole file showed.
+#[derive(Default)]
+struct Pass {
+    sniffer: Sniffer,
+    container: ContainerWalker,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl Pass {
+    fn feed(&mut self, chunk: &[u8]) {
+        self.sniffer.update(chunk);
+        self.container.update(chunk);
+        self.hasher.update(chunk);
+        self.bytes += chunk.len() as u64;
+    }
+}
+
+impl Ingest {
+    /// Whether a file of `length` bytes that starts with `head` (its first
+    /// `HEAD_CHECK_BYTES`, or all of it) can be taken: a supported photo or video within its
+    /// size limit. A header longer than `head` is left to the probe once the file is whole.
+    pub async fn check_head(&self, head: Vec<u8>, length: u64) -> Result<(), IngestError> {
+        let mut container = ContainerWalker::default();
+        container.update(&head);
+        if let Some(why) = container.refusal() {
+            return Err(IngestError::UnsupportedMediaType(why.to_owned()));
+        }
+        let limits = self.limits;
+        match container.is_video() {
+            Some(true) if length > limits.max_video_bytes => {
+                Err(IngestError::TooLarge { limit_bytes: limits.max_video_bytes })
+            }
+            Some(true) => Ok(()),
+            Some(false) | None => {
+                if length > limits.max_upload_bytes {
+                    return Err(IngestError::TooLarge { limit_bytes: limits.max_upload_bytes });
+                }
+                let max_pixels = limits.max_image_pixels;
+                let probed =
+                    self.blocking.media(move || crate::media::probe::probe_accepted(&head, length, max_pixels)).await?;
+                match probed {
+                    Ok(_) | Err(ProbeError::NeedMore(_)) => Ok(()),
+                    Err(ProbeError::Unsupported(why)) => Err(IngestError::UnsupportedMediaType(why)),
+                    Err(ProbeError::TooManyPixels { pixels, limit }) => {
+                        Err(IngestError::TooManyPixels { pixels, limit })
+                    }
+                }
+            }
+        }
+    }
+
+    /// The new-upload checks a resumable upload passes before its first byte is taken: the
+    /// guest's and the event's switches, the size limit, the quota with `reserved` bytes of the
+    /// guest's other open resources counted, the event's storage and the disk. The guarded
+    /// charge at the commit is what really holds the line.
+    pub async fn check_new(&self, guest: &GuestRow, length: u64, reserved: u64) -> Result<(), IngestError> {
+        if guest.blocked {
+            return Err(IngestError::GuestBlocked);
+        }
+        if let Some(shut) = guest.uploads_refused(Utc::now()) {
+            return Err(shut.into());
+        }
+        let max = self.limits.max_file_bytes();
+        if length > max {
+            return Err(IngestError::TooLarge { limit_bytes: max });
+        }
+        let guest_remaining = (guest.quota_bytes - guest.used_bytes).max(0) as u64;
+        if length.saturating_add(reserved) > guest_remaining {
+            return Err(match self.quota_exceeded(guest).await {
+                IngestError::QuotaExceeded { quota_bytes, remaining_bytes } => IngestError::QuotaExceeded {
+                    quota_bytes,
+                    remaining_bytes: (remaining_bytes - i64::try_from(reserved).unwrap_or(i64::MAX)).max(0),
+                },
+                other => other,
+            });
+        }
+        let event_remaining = (guest.event_storage_cap_bytes - guest.event_used_bytes).max(0) as u64;
+        if length > event_remaining {
+            return Err(self.event_storage_full(guest).await);
+        }
+        match self.disk_refusal().await {
+            Some(refusal) => Err(refusal),
+            None => Ok(()),
+        }
+    }
+
+    /// The whole file is at `file.key`: replay, refuse or store it. On every way out but a
+    /// commit its blob is removed.
+    pub async fn complete_assembled(
+        self: &Arc<Self>,
+        guest: GuestRow,
+        file: Assembled,
+    ) -> Result<Ingested, IngestError> {
+        let guard = match Staged::adopt(&self.db, &self.blobs, self.instance, file.upload_id, file.key).await {
+            Ok(guard) => guard,
+            Err(e) => {
+                if let Err(e) = self.blobs.abandon(file.key, None).await {
+                    tracing::warn!(error = %e, key = ?file.key, "could not remove an assembled upload; the sweep will");
+                }
+                return Err(e);
+            }
+        };
+        let mut upload = match self.begin(guest, Some(file.client_upload_id)).await {
+            Ok(upload) => upload,
+            Err(refusal) => {
+                guard.delete_now().await;
+                return Err(refusal);
+            }
+        };
+        upload.filename = Some(file.filename);
+        upload.caption = Some(file.caption);
+        if let Key::Replay(_, row) = &upload.key {
+            guard.delete_now().await;
+            check_declared(upload.filename.as_ref(), upload.caption.as_ref(), row)?;
+            return Ok(Ingested::Replayed(UploadRow::clone(row)));
+        }
+        if upload.guest.blocked {
+            guard.delete_now().await;
+            return Err(IngestError::GuestBlocked);
+        }
+        if let Some(shut) = upload.guest.uploads_refused(Utc::now()) {
+            guard.delete_now().await;
+            return Err(shut.into());
+        }
+        let pass = match self.pass(file.key).await {
+            Ok(pass) => pass,
+            Err(e) => {
+                guard.delete_now().await;
+                return Err(e);
+            }
+        };
+        let container = pass.container.finish();
+        if let ContainerSniff::Damaged(why) = container {
+            guard.delete_now().await;
+            return Err(IngestError::UnsupportedMediaType(why));
+        }
+        let received = Received {
+            upload_id: file.upload_id,
+            guard,
+            sniffed: pass.sniffer.finish(),
+            container,
+            sha256: hex::encode(pass.hasher.finalize()),
+            bytes: pass.bytes,
+            resumable: Some((file.upload_id, file.tombstone_until)),
+        };
+        upload.file = File::NotSeen;
+        // As for a one-request upload: once the row may commit, nothing may cancel the work
+        // halfway.
+        tokio::spawn(async move { upload.store(received).await })
+            .await
+            .map_err(|e| anyhow::anyhow!("storing an upload panicked: {e}"))?
+    }
+
+    /// Reads the whole file once: a local one on the blocking pool in large reads, others as
+    /// the store streams them.
+    async fn pass(&self, key: BlobKey) -> Result<Pass, IngestError> {
+        if let Some(path) = self.blobs.local_path(key) {
+            let pass = self
+                .blocking
+                .media(move || -> std::io::Result<Pass> {
+                    use std::io::Read;
+                    let mut file = std::fs::File::open(path)?;
+                    let mut pass = Pass::default();
+                    let mut buffer = vec![0; PASS_CHUNK];
+                    loop {
+                        match file.read(&mut buffer) {
+                            Ok(0) => return Ok(pass),
+                            Ok(n) => pass.feed(&buffer[..n]),
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                })
+                .await?
+                .map_err(anyhow::Error::from)?;
+            return Ok(pass);
+        }
+        use futures_util::StreamExt;
+        let mut stream = self.blobs.get(key, None).await?.into_stream();
+        let mut pass = Pass::default();
+        while let Some(chunk) = stream.next().await {
+            pass.feed(&chunk?);
+        }
+        Ok(pass)
+    }
+}

@@ -1,0 +1,248 @@
+//! Resumable uploads: a guest's file sent in pieces over as many requests as the connection
+//! needs, keyed by the same `client_upload_id` as a one-request upload and stored by the same
+//! use case (`ingest`) once whole. This module knows the resource's life, not HTTP:
+//!
+//! - **Creation** looks the key up first (a stored upload is replayed, this guest's open
+//!   resource for the key is found again), then the new-upload checks, with the guest's other
+//!   open resources reserved against the quota. One open resource per key (a unique index):
+//!   two creations racing end with one resource.
+//! - **Appending** takes the resource's lease (two requests never write at once; the second is
+//!   told `Busy`), checks the offset, and streams the bytes to `blobs::partial`, recording each
+//!   step that made bytes safe. A request cut short records what arrived. The file's head is
+//!   checked as soon as it is there; a refused file cancels the resource. The last byte (and
+//!   the client saying so, or, for drafts 03–05, the offset reaching the length) hands the file
+//!   to `Ingest::complete_assembled`, which completes the resource with the row.
+//! - **Cancellation** and **expiry** leave a row the sweep (`jobs::resumable_sweep`) finds
+//!   until its bytes are gone; a completed resource stays as a tombstone that answers retries
+//!   with the stored upload until it expires.
+//!
+//! The append runs as its own task: a client that hangs up drops the request, not the record
+//! of the bytes it sent.
+
+mod append;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::blobs::BlobStore;
+use crate::db::Db;
+use crate::db::guests::GuestRow;
+use crate::db::resumable::ResumableRow;
+use crate::db::uploads::UploadRow;
+use crate::domain::{Caption, ClientUploadId, FileName};
+use crate::ingest::{Ingest, IngestError};
+
+pub use append::{AppendOutcome, Appended};
+
+/// How long an appending request holds a resource without renewing.
+const LEASE: Duration = Duration::from_secs(60);
+/// How often a request renews its lease while bytes keep coming (well inside `LEASE`, so no
+/// byte is written after another request could have taken over).
+const RENEW_EVERY: Duration = Duration::from_secs(20);
+
+/// Drafts 03 to 05 (interop versions 5 and 6): the offset reaching the length completes.
+pub fn completes_at_length(interop: Option<i32>) -> bool {
+    matches!(interop, Some(5 | 6))
+}
+
+#[derive(Debug)]
+pub struct Resumable {
+    db: Db,
+    blobs: BlobStore,
+    ingest: Arc<Ingest>,
+    expiry: Duration,
+}
+
+/// What a client asks to create.
+#[derive(Debug)]
+pub struct Creation {
+    pub key: ClientUploadId,
+    pub filename: FileName,
+    pub caption: Option<Caption>,
+    pub length: u64,
+    pub interop: Option<i32>,
+}
+
+/// What a creation came to.
+#[derive(Debug)]
+pub enum Created {
+    /// A new resource.
+    New(ResumableRow),
+    /// This guest's open resource for the key, found again.
+    Existing(ResumableRow),
+    /// The key's upload is stored already: its live state.
+    Stored(UploadRow),
+}
+
+/// Why a request on a resource was not served.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumableError {
+    #[error("no such upload resource")]
+    NotFound,
+    #[error("another request is appending to this upload")]
+    Busy { offset: u64 },
+    #[error("the upload's offset is {expected}, not {provided}")]
+    OffsetMismatch { expected: u64, provided: u64 },
+    #[error("{0}")]
+    InconsistentLength(String),
+    /// The client went away mid-request: nobody reads the answer.
+    #[error("the request was cut short")]
+    Cut,
+    #[error(transparent)]
+    Refused(#[from] IngestError),
+}
+
+impl From<sqlx::Error> for ResumableError {
+    fn from(e: sqlx::Error) -> Self {
+        ResumableError::Refused(IngestError::Internal(e.into()))
+    }
+}
+
+impl From<object_store::Error> for ResumableError {
+    fn from(e: object_store::Error) -> Self {
+        ResumableError::Refused(IngestError::Internal(e.into()))
+    }
+}
+
+impl From<anyhow::Error> for ResumableError {
+    fn from(e: anyhow::Error) -> Self {
+        ResumableError::Refused(IngestError::Internal(e))
+    }
+}
+
+impl Resumable {
+    pub fn new(db: Db, blobs: BlobStore, ingest: Arc<Ingest>, expiry: Duration) -> Self {
+        Self { db, blobs, ingest, expiry }
+    }
+
+    /// Whether this server's store keeps partial uploads.
+    pub fn available(&self) -> bool {
+        self.blobs.resumable_part_size(0).is_some()
+    }
+
+    pub fn expiry(&self) -> Duration {
+        self.expiry
+    }
+
+    /// The most bytes a resource may declare.
+    pub fn max_length(&self) -> u64 {
+        self.ingest.limits().max_file_bytes()
+    }
+
+    fn expires_from(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        now + chrono::Duration::from_std(self.expiry).unwrap_or(chrono::Duration::days(1))
+    }
+
+    /// Creates the resource, or finds what the key already names.
+    pub async fn create(&self, guest: GuestRow, creation: Creation) -> Result<Created, IngestError> {
+        let upload = self.ingest.begin(guest.clone(), Some(creation.key)).await?;
+        if let Some(row) = upload.known_replay() {
+            return Ok(Created::Stored(row));
+        }
+        if let Some(existing) = self.open_for(&guest, &creation).await? {
+            return Ok(Created::Existing(existing));
+        }
+        let Some(part_size) = self.blobs.resumable_part_size(creation.length) else {
+            return Err(anyhow::anyhow!("this store keeps no partial uploads").into());
+        };
+        let now = Utc::now();
+        let reserved = self.db.resumable_reserved_bytes(guest.id, now).await?;
+        self.ingest.check_new(&guest, creation.length, u64::try_from(reserved).unwrap_or(0)).await?;
+        let row = ResumableRow {
+            id: Uuid::now_v7(),
+            event_id: guest.event_id,
+            guest_id: guest.id,
+            client_upload_id: creation.key.uuid(),
+            filename: creation.filename.as_str().to_owned(),
+            caption: creation.caption.clone().map(Caption::into_string),
+            length: i64::try_from(creation.length).unwrap_or(i64::MAX),
+            upload_offset: 0,
+            interop: creation.interop,
+            state: "open".into(),
+            multipart_id: None,
+            part_size: i64::try_from(part_size).unwrap_or(i64::MAX),
+            parts: "[]".into(),
+            tail_bytes: 0,
+            lock_until: None,
+            created_at: now,
+            expires_at: self.expires_from(now),
+        };
+        if self.db.insert_resumable(&row).await? {
+            return Ok(Created::New(row));
+        }
+        // Another creation with the key won the race: its resource is this one.
+        match self.open_for(&guest, &creation).await? {
+            Some(existing) => Ok(Created::Existing(existing)),
+            None => Err(anyhow::anyhow!("the resource that won key {} is gone", creation.key.uuid()).into()),
+        }
+    }
+
+    /// The key's open resource, when this guest has one for the same file.
+    async fn open_for(&self, guest: &GuestRow, creation: &Creation) -> Result<Option<ResumableRow>, IngestError> {
+        let Some(row) = self.db.open_resumable_by_key(creation.key.uuid()).await? else {
+            return Ok(None);
+        };
+        if row.guest_id != guest.id {
+            return Err(IngestError::KeyConflict);
+        }
+        if row.filename != creation.filename.as_str() {
+            return Err(IngestError::KeyReused(format!(
+                "it was used for “{}”, not “{}”",
+                row.filename,
+                creation.filename.as_str()
+            )));
+        }
+        if row.caption.as_deref() != creation.caption.as_ref().map(Caption::as_str) {
+            return Err(IngestError::KeyReused("it was used with another caption".into()));
+        }
+        Ok(Some(row))
+    }
+
+    /// The guest's resource, live: open (with its offset) or stored.
+    pub async fn status(&self, guest: &GuestRow, id: Uuid) -> Result<Status, ResumableError> {
+        let row = self.own(guest, id).await?;
+        match row.state.as_str() {
+            "completed" => Ok(Status::Stored(self.stored(guest, &row).await?)),
+            "open" if row.expires_at > Utc::now() => Ok(Status::Open(row)),
+            _ => Err(ResumableError::NotFound),
+        }
+    }
+
+    /// The guest cancels: the bytes go (now, or by the sweep should that fail).
+    pub async fn cancel(&self, guest: &GuestRow, id: Uuid) -> Result<(), ResumableError> {
+        let row = self.own(guest, id).await?;
+        if row.state == "completed" {
+            // Stored: cancelling is a delete of the upload, which is another request.
+            return Ok(());
+        }
+        if self.db.cancel_resumable(id, Utc::now()).await? {
+            crate::jobs::resumable_sweep::remove(&self.db, &self.blobs, &row).await;
+        }
+        Ok(())
+    }
+
+    /// The resource, if it is this guest's.
+    async fn own(&self, guest: &GuestRow, id: Uuid) -> Result<ResumableRow, ResumableError> {
+        match self.db.resumable_by_id(id).await? {
+            Some(row) if row.guest_id == guest.id => Ok(row),
+            _ => Err(ResumableError::NotFound),
+        }
+    }
+
+    /// A completed resource's upload, as a replay sees it.
+    async fn stored(&self, guest: &GuestRow, row: &ResumableRow) -> Result<UploadRow, ResumableError> {
+        let key = ClientUploadId::from_uuid(row.client_upload_id).ok_or(ResumableError::NotFound)?;
+        let upload = self.ingest.begin(guest.clone(), Some(key)).await?;
+        upload.known_replay().ok_or(ResumableError::NotFound)
+    }
+}
+
+/// A resource as `HEAD` shows it.
+#[derive(Debug)]
+pub enum Status {
+    Open(ResumableRow),
+    Stored(UploadRow),
+}

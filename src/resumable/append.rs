@@ -1,0 +1,338 @@
+//! Appending to a resource: the lease, the offset check, the bytes streamed to the partial
+//! store with each safe step recorded, the head checked once it has arrived, and the hand-over
+//! to the upload use case at the last byte.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use chrono::Utc;
+use futures_util::{Stream, StreamExt};
+use uuid::Uuid;
+
+use super::{LEASE, RENEW_EVERY, Resumable, ResumableError, completes_at_length};
+use crate::blobs::{Kept, PartialAppender, PartialState};
+use crate::db::guests::GuestRow;
+use crate::db::resumable::{Progress, ResumableRow};
+use crate::domain::{Caption, ClientUploadId, FileName};
+use crate::ingest::{Assembled, HEAD_CHECK_BYTES, Ingested};
+
+/// What an append came to.
+#[derive(Debug)]
+pub enum Appended {
+    /// Bytes kept; more to come.
+    Kept { offset: u64, row: Box<ResumableRow> },
+    /// The file is whole and stored (or was already: a replay).
+    Stored(Box<Ingested>),
+}
+
+/// An append's result, and the body when it was not read to its end (a refusal before or
+/// during it): the transport's to drain, so the client reads the answer.
+pub struct AppendOutcome<S> {
+    pub result: Result<Appended, ResumableError>,
+    pub unread: Option<S>,
+}
+
+/// One request's append, holding the resource's lease.
+struct Lease {
+    id: Uuid,
+    token: Uuid,
+    renewed: Instant,
+    last: Kept,
+}
+
+impl Resumable {
+    /// Appends `body` at `offset`; `complete` when the client says it ends the file.
+    pub async fn append<S, E>(
+        self: &std::sync::Arc<Self>,
+        guest: GuestRow,
+        id: Uuid,
+        offset: u64,
+        complete: bool,
+        body: S,
+    ) -> AppendOutcome<S>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        let (row, token) = match self.lease(&guest, id, offset).await {
+            Ok(Leased::Row(row, token)) => (row, token),
+            Ok(Leased::Stored(upload)) => {
+                return AppendOutcome {
+                    result: Ok(Appended::Stored(Box::new(Ingested::Replayed(upload)))),
+                    unread: Some(body),
+                };
+            }
+            Err(e) => return AppendOutcome { result: Err(e), unread: Some(body) },
+        };
+        // Its own task: a client that hangs up drops the request, not the record of its bytes.
+        let this = std::sync::Arc::clone(self);
+        match tokio::spawn(async move { this.run(guest, row, token, complete, body).await }).await {
+            Ok(outcome) => outcome,
+            Err(e) => AppendOutcome { result: Err(anyhow::anyhow!("an append panicked: {e}").into()), unread: None },
+        }
+    }
+
+    /// Takes the resource's lease at `offset`, or says why not.
+    async fn lease(&self, guest: &GuestRow, id: Uuid, offset: u64) -> Result<Leased, ResumableError> {
+        let row = self.own(guest, id).await?;
+        let now = Utc::now();
+        let token = Uuid::now_v7();
+        let row = match row.state.as_str() {
+            "completed" => return Ok(Leased::Stored(self.stored(guest, &row).await?)),
+            "open" if row.expires_at > now => match self.db.lock_resumable(id, token, now, lease_end(now)).await? {
+                Some(row) => row,
+                None => return Err(self.why_not_locked(guest, id).await?),
+            },
+            _ => return Err(ResumableError::NotFound),
+        };
+        let expected = u64::try_from(row.upload_offset).unwrap_or(0);
+        if offset != expected {
+            self.db.unlock_resumable(id, token).await?;
+            return Err(ResumableError::OffsetMismatch { expected, provided: offset });
+        }
+        Ok(Leased::Row(row, token))
+    }
+
+    /// Why the lease could not be taken: stored meanwhile, held by another request, or gone.
+    async fn why_not_locked(&self, guest: &GuestRow, id: Uuid) -> Result<ResumableError, ResumableError> {
+        let row = self.own(guest, id).await?;
+        Ok(match row.state.as_str() {
+            "open" if row.expires_at > Utc::now() => {
+                ResumableError::Busy { offset: u64::try_from(row.upload_offset).unwrap_or(0) }
+            }
+            _ => ResumableError::NotFound,
+        })
+    }
+
+    async fn run<S, E>(
+        &self,
+        guest: GuestRow,
+        row: ResumableRow,
+        token: Uuid,
+        complete: bool,
+        mut body: S,
+    ) -> AppendOutcome<S>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send + Unpin,
+        E: std::fmt::Display,
+    {
+        let state = match partial_state(&row) {
+            Ok(state) => state,
+            Err(e) => return AppendOutcome { result: Err(e), unread: Some(body) },
+        };
+        let mut lease = Lease {
+            id: row.id,
+            token,
+            renewed: Instant::now(),
+            last: Kept {
+                offset: state.offset,
+                multipart_id: state.multipart_id.clone(),
+                parts: state.parts.clone(),
+                tail_bytes: state.tail_bytes,
+            },
+        };
+        let outcome = self.stream(&row, &state, &mut lease, &mut body).await;
+        let result = match outcome {
+            Ok((appender, cut)) => {
+                let result = self.settle(guest, row, lease, appender, cut, complete).await;
+                return AppendOutcome { result, unread: None };
+            }
+            Err(e) => {
+                if matches!(e, ResumableError::Refused(ref refusal) if !matches!(refusal, crate::ingest::IngestError::Internal(_)))
+                    || matches!(e, ResumableError::InconsistentLength(_))
+                {
+                    self.cancel_now(&row).await;
+                } else if let Err(unlock) = self.db.unlock_resumable(row.id, token).await {
+                    tracing::warn!(error = %unlock, id = %row.id, "could not give a resumable upload's lease back; it ends on its own");
+                }
+                Err(e)
+            }
+        };
+        AppendOutcome { result, unread: Some(body) }
+    }
+
+    /// Streams the body into the partial store. `true` with the appender when the body was cut
+    /// short.
+    async fn stream<S, E>(
+        &self,
+        row: &ResumableRow,
+        state: &PartialState,
+        lease: &mut Lease,
+        body: &mut S,
+    ) -> Result<(PartialAppender, bool), ResumableError>
+    where
+        S: Stream<Item = Result<Bytes, E>> + Send + Unpin,
+        E: std::fmt::Display,
+    {
+        let length = u64::try_from(row.length).unwrap_or(0);
+        let mut appender = match self.blobs.partial_appender(state.clone()).await {
+            Ok(appender) => appender,
+            Err(object_store::Error::NotFound { .. }) => {
+                // The bytes the database counts are gone: the resource cannot go on.
+                tracing::warn!(id = %row.id, "a resumable upload's bytes are gone; cancelling it");
+                self.cancel_now(row).await;
+                return Err(ResumableError::NotFound);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let head_goal = HEAD_CHECK_BYTES.min(length);
+        let mut head = if state.offset < head_goal {
+            Some(self.blobs.partial_head(state, head_goal).await?.to_vec())
+        } else {
+            None
+        };
+        let mut cut = false;
+        while let Some(next) = body.next().await {
+            let chunk = match next {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    tracing::debug!(error = %e, id = %row.id, "a resumable upload's request was cut short");
+                    cut = true;
+                    break;
+                }
+            };
+            if appender.offset() + chunk.len() as u64 > length {
+                return Err(ResumableError::InconsistentLength(format!(
+                    "the upload was declared with {length} bytes; this request brings more"
+                )));
+            }
+            if let Some(taken) = &mut head {
+                let want = usize::try_from(head_goal).unwrap_or(usize::MAX) - taken.len();
+                taken.extend_from_slice(&chunk[..want.min(chunk.len())]);
+                if taken.len() as u64 >= head_goal {
+                    self.ingest.check_head(std::mem::take(taken), length).await?;
+                    head = None;
+                }
+            }
+            let kept = appender.write(chunk).await?;
+            if let Some(kept) = kept {
+                self.record(lease, kept).await?;
+            } else if lease.renewed.elapsed() >= RENEW_EVERY {
+                let last = lease.last.clone();
+                self.record(lease, last).await?;
+            }
+        }
+        Ok((appender, cut))
+    }
+
+    /// The body ended (or was cut): keep the bytes, or complete the file.
+    async fn settle(
+        &self,
+        guest: GuestRow,
+        row: ResumableRow,
+        mut lease: Lease,
+        appender: PartialAppender,
+        cut: bool,
+        complete: bool,
+    ) -> Result<Appended, ResumableError> {
+        let length = u64::try_from(row.length).unwrap_or(0);
+        let whole = appender.offset() == length;
+        let completes = !cut && whole && (complete || completes_at_length(row.interop));
+        if !cut && complete && !whole {
+            self.cancel_now(&row).await;
+            return Err(ResumableError::InconsistentLength(format!(
+                "the upload was declared with {length} bytes; it ended after {}",
+                appender.offset()
+            )));
+        }
+        if !completes {
+            let kept = appender.keep().await?;
+            let offset = kept.offset;
+            self.record(&mut lease, kept).await?;
+            self.db.unlock_resumable(row.id, lease.token).await?;
+            if cut {
+                return Err(ResumableError::Cut);
+            }
+            let mut row = row;
+            row.upload_offset = i64::try_from(offset).unwrap_or(i64::MAX);
+            return Ok(Appended::Kept { offset, row: Box::new(row) });
+        }
+        let key = appender.complete().await?;
+        let client_upload_id = ClientUploadId::from_uuid(row.client_upload_id).ok_or(ResumableError::NotFound)?;
+        let caption = match row.caption.as_deref().map(Caption::parse) {
+            Some(Ok(caption)) => caption,
+            _ => None,
+        };
+        let assembled = Assembled {
+            upload_id: row.id,
+            key,
+            client_upload_id,
+            filename: FileName::parse(Some(&row.filename)),
+            caption,
+            tombstone_until: self.expires_from(Utc::now()),
+        };
+        match self.ingest.complete_assembled(guest, assembled).await {
+            Ok(Ingested::Created(upload)) => Ok(Appended::Stored(Box::new(Ingested::Created(upload)))),
+            Ok(Ingested::Replayed(upload)) => {
+                // Another attempt stored the key first: this resource answers with its upload.
+                self.db.complete_resumable(row.id, self.expires_from(Utc::now())).await?;
+                Ok(Appended::Stored(Box::new(Ingested::Replayed(upload))))
+            }
+            Err(refusal) => {
+                self.cancel_now(&row).await;
+                Err(refusal.into())
+            }
+        }
+    }
+
+    /// Records bytes made safe, renewing the lease and the expiry; stops the request when the
+    /// lease is no longer its own.
+    async fn record(&self, lease: &mut Lease, kept: Kept) -> Result<(), ResumableError> {
+        let now = Utc::now();
+        let progress = Progress {
+            offset: i64::try_from(kept.offset).unwrap_or(i64::MAX),
+            multipart_id: kept.multipart_id.clone(),
+            parts: serde_json::to_string(&kept.parts).map_err(anyhow::Error::from)?,
+            tail_bytes: i64::try_from(kept.tail_bytes).unwrap_or(i64::MAX),
+        };
+        let held = self
+            .db
+            .resumable_progress(lease.id, lease.token, &progress, lease_end(now), self.expires_from(now))
+            .await?;
+        if !held {
+            return Err(ResumableError::NotFound);
+        }
+        lease.renewed = Instant::now();
+        lease.last = kept;
+        Ok(())
+    }
+
+    /// A refused or broken resource: cancelled, its bytes removed (or by the sweep).
+    async fn cancel_now(&self, row: &ResumableRow) {
+        match self.db.cancel_resumable(row.id, Utc::now()).await {
+            Ok(_) => {
+                let mut row = row.clone();
+                if let Ok(Some(now)) = self.db.resumable_by_id(row.id).await {
+                    row = now;
+                }
+                crate::jobs::resumable_sweep::remove(&self.db, &self.blobs, &row).await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, id = %row.id, "could not cancel a resumable upload; it expires on its own")
+            }
+        }
+    }
+}
+
+enum Leased {
+    Row(ResumableRow, Uuid),
+    /// Stored already: answered with its upload.
+    Stored(crate::db::uploads::UploadRow),
+}
+
+fn lease_end(now: chrono::DateTime<Utc>) -> chrono::DateTime<Utc> {
+    now + chrono::Duration::from_std(LEASE).unwrap_or(chrono::Duration::seconds(60))
+}
+
+fn partial_state(row: &ResumableRow) -> Result<PartialState, ResumableError> {
+    let parts: Vec<String> = serde_json::from_str(&row.parts).map_err(anyhow::Error::from)?;
+    Ok(PartialState {
+        id: row.id,
+        event_id: row.event_id,
+        offset: u64::try_from(row.upload_offset).unwrap_or(0),
+        part_size: u64::try_from(row.part_size).unwrap_or(0),
+        multipart_id: row.multipart_id.clone(),
+        parts,
+        tail_bytes: u64::try_from(row.tail_bytes).unwrap_or(0),
+    })
+}
