@@ -55,7 +55,7 @@ mod staged;
 mod store;
 mod video;
 
-pub use assembled::{Assembled, HEAD_CHECK_BYTES};
+pub use assembled::{Assembled, HEAD_CHECK_BYTES, Pass};
 pub use error::IngestError;
 pub use parts::{Part, PartsError, UploadParts};
 use receive::Received;

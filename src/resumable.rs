@@ -35,13 +35,18 @@ use crate::db::uploads::UploadRow;
 use crate::domain::{Caption, ClientUploadId, FileName};
 use crate::ingest::{Ingest, IngestError};
 
-pub use append::{AppendOutcome, Appended};
+pub use append::{AppendOutcome, Appended, Piece};
 
 /// How long an appending request holds a resource without renewing.
 const LEASE: Duration = Duration::from_secs(60);
 /// How often a request renews its lease while bytes keep coming (well inside `LEASE`, so no
 /// byte is written after another request could have taken over).
 const RENEW_EVERY: Duration = Duration::from_secs(20);
+
+/// How long a request waits for another one's lease to end before it is told `Busy`, and
+/// how often it looks meanwhile.
+const WAIT_FOR_LEASE: Duration = Duration::from_secs(2);
+const LEASE_POLL: Duration = Duration::from_millis(50);
 
 /// Drafts 03 to 05 (interop versions 5 and 6): the offset reaching the length completes.
 pub fn completes_at_length(interop: Option<i32>) -> bool {
@@ -203,7 +208,17 @@ impl Resumable {
 
     /// The guest's resource, live: open (with its offset) or stored.
     pub async fn status(&self, guest: &GuestRow, id: Uuid) -> Result<Status, ResumableError> {
-        let row = self.own(guest, id).await?;
+        let mut row = self.own(guest, id).await?;
+        // An append running (or cut a moment ago and writing its last bytes down): its offset
+        // is worth waiting a little for, so the client does not send bytes the server has.
+        let waiting_since = std::time::Instant::now();
+        while row.state == "open"
+            && row.lock_until.is_some_and(|until| until > Utc::now())
+            && waiting_since.elapsed() < WAIT_FOR_LEASE
+        {
+            tokio::time::sleep(LEASE_POLL).await;
+            row = self.own(guest, id).await?;
+        }
         match row.state.as_str() {
             "completed" => Ok(Status::Stored(self.stored(guest, &row).await?)),
             "open" if row.expires_at > Utc::now() => Ok(Status::Open(row)),

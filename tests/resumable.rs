@@ -338,6 +338,28 @@ async fn two_appends_racing_on_one_resource_end_in_one_offset_and_one_row(backen
     };
     let (first, second) = tokio::join!(first, second);
     assert_eq!(first.status(), StatusCode::CREATED);
+    let stored: Value = first.json().await.expect("json");
+    // The second waited for the first's lease (up to 2 s), then found the upload stored.
+    assert_eq!(second.status(), StatusCode::OK);
+    assert_eq!(header(second.headers(), "idempotent-replayed"), "true");
+    let replayed: Value = second.json().await.expect("json");
+    assert_eq!(replayed["id"], stored["id"]);
+
+    // One that is still appending after two seconds: the other is told so, with its offset.
+    let location = client.create(Uuid::new_v4(), file.len()).await;
+    let (half, rest) = file.split_at(file.len() / 2);
+    let (half, rest) = (Bytes::copy_from_slice(half), Bytes::copy_from_slice(rest));
+    let slow = futures_util::stream::iter([Ok::<_, std::io::Error>(half), Ok(rest)]).then(|chunk| async move {
+        tokio::time::sleep(Duration::from_millis(1800)).await;
+        chunk
+    });
+    let first = client.patch(&location, 0, true, reqwest::Body::wrap_stream(slow));
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        client.patch(&location, 0, true, file.clone()).await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert_eq!(first.status(), StatusCode::CREATED);
     let offset = header(second.headers(), "upload-offset");
     let problem = assert_problem(second, StatusCode::CONFLICT, "upload_busy").await;
     let offset: usize = offset.parse().expect("the busy answer says the offset");
@@ -346,8 +368,8 @@ async fn two_appends_racing_on_one_resource_end_in_one_offset_and_one_row(backen
     // Retried after the first finished: a replay of its upload.
     let response = client.patch(&location, 0, true, file.clone()).await;
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(app.upload_rows().await, 1);
-    assert_eq!(app.used_bytes(&guest).await, file.len() as i64, "charged once");
+    assert_eq!(app.upload_rows().await, 2);
+    assert_eq!(app.used_bytes(&guest).await, 2 * file.len() as i64, "each charged once");
 
     // Two creations racing with one key: one resource.
     let key = Uuid::new_v4();

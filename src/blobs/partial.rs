@@ -71,7 +71,8 @@ impl BlobStore {
         self.local_root.as_ref().map(|_| LOCAL_CHECKPOINT)
     }
 
-    fn partial_file(&self, id: Uuid) -> Option<std::path::PathBuf> {
+    /// Where a resource's bytes are on the local disk, for a store that is one.
+    pub fn partial_file(&self, id: Uuid) -> Option<std::path::PathBuf> {
         self.local_root.as_ref().map(|root| root.join("partial").join(id.to_string()))
     }
 

@@ -29,7 +29,9 @@ use crate::domain::{Caption, ClientUploadId, FileName};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 use crate::ingest::Ingested;
-use crate::resumable::{AppendOutcome, Appended, Created, Creation, ResumableError, Status, completes_at_length};
+use crate::resumable::{
+    AppendOutcome, Appended, Created, Creation, Piece, ResumableError, Status, completes_at_length,
+};
 
 const UPLOAD_OFFSET: HeaderName = HeaderName::from_static("upload-offset");
 const UPLOAD_COMPLETE: HeaderName = HeaderName::from_static("upload-complete");
@@ -101,7 +103,8 @@ async fn create_resumable(
     if !(has_body(&headers) || complete && length == 0) {
         return Ok(with_interop(created(&state, &row, &location), interop));
     }
-    let outcome = resumable.append(guest, row.id, 0, complete, body.into_data_stream()).await;
+    let piece = Piece { offset: 0, complete, content_length: integer(&headers, &header::CONTENT_LENGTH)? };
+    let outcome = resumable.append(guest, row.id, piece, body.into_data_stream()).await;
     Ok(with_interop(appended_response(&state, outcome, &location), interop))
 }
 
@@ -201,7 +204,8 @@ async fn append_resumable(
         return Err(ApiError::InvalidRequest("an append needs `Upload-Offset`".into()));
     };
     let complete = boolean(&headers, &UPLOAD_COMPLETE)?.unwrap_or(false);
-    let outcome = resumable.append(guest, id, offset, complete, body.into_data_stream()).await;
+    let piece = Piece { offset, complete, content_length: integer(&headers, &header::CONTENT_LENGTH)? };
+    let outcome = resumable.append(guest, id, piece, body.into_data_stream()).await;
     Ok(with_interop(appended_response(&state, outcome, &location(&slug, id)), interop))
 }
 

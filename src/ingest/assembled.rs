@@ -38,11 +38,15 @@ pub struct Assembled {
     pub caption: Option<Caption>,
     /// Until when the completed resource answers retries with the stored upload.
     pub tombstone_until: DateTime<Utc>,
+    /// The pass over every byte, if the pieces' requests made it.
+    pub pass: Option<Pass>,
 }
 
-/// What one read of the whole file showed.
+/// What one read of the whole file showed: fed as the pieces arrive, when the request that
+/// completes the file saw them all (or could read the ones before it from the local disk),
+/// else by reading the assembled file once.
 #[derive(Default)]
-struct Pass {
+pub struct Pass {
     sniffer: Sniffer,
     container: ContainerWalker,
     hasher: Sha256,
@@ -50,7 +54,11 @@ struct Pass {
 }
 
 impl Pass {
-    fn feed(&mut self, chunk: &[u8]) {
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn feed(&mut self, chunk: &[u8]) {
         self.sniffer.update(chunk);
         self.container.update(chunk);
         self.hasher.update(chunk);
@@ -165,7 +173,11 @@ impl Ingest {
             guard.delete_now().await;
             return Err(shut.into());
         }
-        let pass = match self.pass(file.key).await {
+        let pass = match file.pass {
+            Some(pass) => Ok(pass),
+            None => self.pass(file.key).await,
+        };
+        let pass = match pass {
             Ok(pass) => pass,
             Err(e) => {
                 guard.delete_now().await;
@@ -194,29 +206,34 @@ impl Ingest {
             .map_err(|e| anyhow::anyhow!("storing an upload panicked: {e}"))?
     }
 
+    /// Reads the first `upto` bytes of a local file (all of them if `None`) on the blocking pool.
+    pub async fn pass_local(&self, path: std::path::PathBuf, upto: Option<u64>) -> Result<Pass, IngestError> {
+        let pass = self
+            .blocking
+            .media(move || -> std::io::Result<Pass> {
+                use std::io::Read;
+                let mut file = std::fs::File::open(path)?.take(upto.unwrap_or(u64::MAX));
+                let mut pass = Pass::default();
+                let mut buffer = vec![0; PASS_CHUNK];
+                loop {
+                    match file.read(&mut buffer) {
+                        Ok(0) => return Ok(pass),
+                        Ok(n) => pass.feed(&buffer[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            })
+            .await?
+            .map_err(anyhow::Error::from)?;
+        Ok(pass)
+    }
+
     /// Reads the whole file once: a local one on the blocking pool in large reads, others as
     /// the store streams them.
     async fn pass(&self, key: BlobKey) -> Result<Pass, IngestError> {
         if let Some(path) = self.blobs.local_path(key) {
-            let pass = self
-                .blocking
-                .media(move || -> std::io::Result<Pass> {
-                    use std::io::Read;
-                    let mut file = std::fs::File::open(path)?;
-                    let mut pass = Pass::default();
-                    let mut buffer = vec![0; PASS_CHUNK];
-                    loop {
-                        match file.read(&mut buffer) {
-                            Ok(0) => return Ok(pass),
-                            Ok(n) => pass.feed(&buffer[..n]),
-                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
-                })
-                .await?
-                .map_err(anyhow::Error::from)?;
-            return Ok(pass);
+            return self.pass_local(path, None).await;
         }
         use futures_util::StreamExt;
         let mut stream = self.blobs.get(key, None).await?.into_stream();

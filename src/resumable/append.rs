@@ -9,12 +9,23 @@ use chrono::Utc;
 use futures_util::{Stream, StreamExt};
 use uuid::Uuid;
 
-use super::{LEASE, RENEW_EVERY, Resumable, ResumableError, completes_at_length};
+use super::{LEASE, LEASE_POLL, RENEW_EVERY, Resumable, ResumableError, WAIT_FOR_LEASE, completes_at_length};
 use crate::blobs::{Kept, PartialAppender, PartialState};
 use crate::db::guests::GuestRow;
 use crate::db::resumable::{Progress, ResumableRow};
 use crate::domain::{Caption, ClientUploadId, FileName};
-use crate::ingest::{Assembled, HEAD_CHECK_BYTES, Ingested};
+use crate::ingest::{Assembled, HEAD_CHECK_BYTES, Ingested, Pass};
+
+/// What one append request says of its bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Piece {
+    /// Where they go.
+    pub offset: u64,
+    /// The client says they end the file.
+    pub complete: bool,
+    /// How many there are, when the request said.
+    pub content_length: Option<u64>,
+}
 
 /// What an append came to.
 #[derive(Debug)]
@@ -32,6 +43,14 @@ pub struct AppendOutcome<S> {
     pub unread: Option<S>,
 }
 
+/// A request's body, streamed: where its bytes went, whether it was cut short, and the pass
+/// over the file when this request made one.
+struct Streamed {
+    appender: PartialAppender,
+    cut: bool,
+    pass: Option<Pass>,
+}
+
 /// One request's append, holding the resource's lease.
 struct Lease {
     id: Uuid,
@@ -46,15 +65,14 @@ impl Resumable {
         self: &std::sync::Arc<Self>,
         guest: GuestRow,
         id: Uuid,
-        offset: u64,
-        complete: bool,
+        piece: Piece,
         body: S,
     ) -> AppendOutcome<S>
     where
         S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
         E: std::fmt::Display + Send + 'static,
     {
-        let (row, token) = match self.lease(&guest, id, offset).await {
+        let (row, token) = match self.lease(&guest, id, piece.offset).await {
             Ok(Leased::Row(row, token)) => (row, token),
             Ok(Leased::Stored(upload)) => {
                 return AppendOutcome {
@@ -66,7 +84,7 @@ impl Resumable {
         };
         // Its own task: a client that hangs up drops the request, not the record of its bytes.
         let this = std::sync::Arc::clone(self);
-        match tokio::spawn(async move { this.run(guest, row, token, complete, body).await }).await {
+        match tokio::spawn(async move { this.run(guest, row, token, piece, body).await }).await {
             Ok(outcome) => outcome,
             Err(e) => AppendOutcome { result: Err(anyhow::anyhow!("an append panicked: {e}").into()), unread: None },
         }
@@ -74,17 +92,28 @@ impl Resumable {
 
     /// Takes the resource's lease at `offset`, or says why not.
     async fn lease(&self, guest: &GuestRow, id: Uuid, offset: u64) -> Result<Leased, ResumableError> {
-        let row = self.own(guest, id).await?;
-        let now = Utc::now();
-        let token = Uuid::now_v7();
-        let row = match row.state.as_str() {
-            "completed" => return Ok(Leased::Stored(self.stored(guest, &row).await?)),
-            "open" if row.expires_at > now => match self.db.lock_resumable(id, token, now, lease_end(now)).await? {
-                Some(row) => row,
-                None => return Err(self.why_not_locked(guest, id).await?),
-            },
-            _ => return Err(ResumableError::NotFound),
+        // A request cut a moment ago may still be writing its last bytes down: waiting for it
+        // a little spares the client sending its body in vain.
+        let waiting_since = Instant::now();
+        let row = loop {
+            let row = self.own(guest, id).await?;
+            let now = Utc::now();
+            let token = Uuid::now_v7();
+            match row.state.as_str() {
+                "completed" => return Ok(Leased::Stored(self.stored(guest, &row).await?)),
+                "open" if row.expires_at > now => {
+                    if let Some(row) = self.db.lock_resumable(id, token, now, lease_end(now)).await? {
+                        break (row, token);
+                    }
+                    if waiting_since.elapsed() >= WAIT_FOR_LEASE {
+                        return Err(self.why_not_locked(guest, id).await?);
+                    }
+                    tokio::time::sleep(LEASE_POLL).await;
+                }
+                _ => return Err(ResumableError::NotFound),
+            }
         };
+        let (row, token) = row;
         let expected = u64::try_from(row.upload_offset).unwrap_or(0);
         if offset != expected {
             self.db.unlock_resumable(id, token).await?;
@@ -109,7 +138,7 @@ impl Resumable {
         guest: GuestRow,
         row: ResumableRow,
         token: Uuid,
-        complete: bool,
+        piece: Piece,
         mut body: S,
     ) -> AppendOutcome<S>
     where
@@ -131,10 +160,10 @@ impl Resumable {
                 tail_bytes: state.tail_bytes,
             },
         };
-        let outcome = self.stream(&row, &state, &mut lease, &mut body).await;
+        let outcome = self.stream(&row, &state, piece, &mut lease, &mut body).await;
         let result = match outcome {
-            Ok((appender, cut)) => {
-                let result = self.settle(guest, row, lease, appender, cut, complete).await;
+            Ok(streamed) => {
+                let result = self.settle(guest, row, lease, streamed, piece.complete).await;
                 return AppendOutcome { result, unread: None };
             }
             Err(e) => {
@@ -157,9 +186,10 @@ impl Resumable {
         &self,
         row: &ResumableRow,
         state: &PartialState,
+        piece: Piece,
         lease: &mut Lease,
         body: &mut S,
-    ) -> Result<(PartialAppender, bool), ResumableError>
+    ) -> Result<Streamed, ResumableError>
     where
         S: Stream<Item = Result<Bytes, E>> + Send + Unpin,
         E: std::fmt::Display,
@@ -174,6 +204,16 @@ impl Resumable {
                 return Err(ResumableError::NotFound);
             }
             Err(e) => return Err(e.into()),
+        };
+        // The pass over the whole file, made as the bytes arrive when this request may be the
+        // one that completes it (its bytes before it read back from a local disk), or when it
+        // starts the file: the completion then needs no second read.
+        let finishing = piece.complete
+            || (completes_at_length(row.interop) && piece.content_length.is_some_and(|n| state.offset + n == length));
+        let mut pass = match self.blobs.partial_file(row.id) {
+            _ if state.offset == 0 => Some(Pass::default()),
+            Some(file) if finishing => Some(self.ingest.pass_local(file, Some(state.offset)).await?),
+            _ => None,
         };
         let head_goal = HEAD_CHECK_BYTES.min(length);
         let mut head = if state.offset < head_goal {
@@ -204,6 +244,9 @@ impl Resumable {
                     head = None;
                 }
             }
+            if let Some(pass) = &mut pass {
+                pass.feed(&chunk);
+            }
             let kept = appender.write(chunk).await?;
             if let Some(kept) = kept {
                 self.record(lease, kept).await?;
@@ -212,7 +255,7 @@ impl Resumable {
                 self.record(lease, last).await?;
             }
         }
-        Ok((appender, cut))
+        Ok(Streamed { appender, cut, pass })
     }
 
     /// The body ended (or was cut): keep the bytes, or complete the file.
@@ -221,10 +264,10 @@ impl Resumable {
         guest: GuestRow,
         row: ResumableRow,
         mut lease: Lease,
-        appender: PartialAppender,
-        cut: bool,
+        streamed: Streamed,
         complete: bool,
     ) -> Result<Appended, ResumableError> {
+        let Streamed { appender, cut, pass } = streamed;
         let length = u64::try_from(row.length).unwrap_or(0);
         let whole = appender.offset() == length;
         let completes = !cut && whole && (complete || completes_at_length(row.interop));
@@ -260,6 +303,7 @@ impl Resumable {
             filename: FileName::parse(Some(&row.filename)),
             caption,
             tombstone_until: self.expires_from(Utc::now()),
+            pass: pass.filter(|pass| pass.bytes() == length),
         };
         match self.ingest.complete_assembled(guest, assembled).await {
             Ok(Ingested::Created(upload)) => Ok(Appended::Stored(Box::new(Ingested::Created(upload)))),
