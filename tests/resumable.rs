@@ -165,7 +165,9 @@ async fn a_file_sent_in_pieces_is_stored_once_byte_for_byte_and_charged_once(bac
     assert_eq!(response.status(), StatusCode::NO_CONTENT);
     assert_eq!(header(response.headers(), "upload-offset"), a.to_string());
     assert_eq!(header(response.headers(), "upload-complete"), "?0");
-    let response = client.patch(&location, a, false, file[a..b].to_vec()).await;
+    // The next piece reaches another instance behind the load balancer.
+    let other = TestApp::spawn_sharing(&app).await;
+    let response = Client::new(&other, &guest).patch(&location, a, false, file[a..b].to_vec()).await;
     assert_eq!(response.status(), StatusCode::NO_CONTENT);
     let head = client.head(&location).await;
     assert_eq!(head.status(), StatusCode::NO_CONTENT);
