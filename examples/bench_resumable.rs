@@ -33,6 +33,7 @@ use uuid::Uuid;
 
 use support::api;
 use support::child::{ChildServer, release_binary};
+use support::procfs::cpu_ms;
 use support::stats::median;
 
 #[derive(Parser)]
@@ -179,19 +180,25 @@ async fn run(args: Args) -> Result<()> {
     target.one_request(&file).await?;
     target.resumable(&file).await?;
     let (mut single, mut resumable) = (Vec::new(), Vec::new());
+    let (mut single_cpu, mut resumable_cpu) = (Vec::new(), Vec::new());
+    let pid = server.pid();
     for _ in 0..args.rounds {
-        let started = Instant::now();
+        let (started, cpu) = (Instant::now(), cpu_ms(pid)?);
         target.one_request(&file).await?;
         single.push(started.elapsed().as_secs_f64());
-        let started = Instant::now();
+        single_cpu.push(cpu_ms(pid)? - cpu);
+        let (started, cpu) = (Instant::now(), cpu_ms(pid)?);
         target.resumable(&file).await?;
         resumable.push(started.elapsed().as_secs_f64());
+        resumable_cpu.push(cpu_ms(pid)? - cpu);
     }
     let (single, resumable) = (sorted_median(single), sorted_median(resumable));
+    let (single_cpu, resumable_cpu) = (sorted_median(single_cpu), sorted_median(resumable_cpu));
     println!("file: {mb:.1} MB, {} rounds each, medians", args.rounds);
     println!("one request:      {:7.0} ms  {:6.0} MB/s", single * 1e3, mb / single);
     println!("resumable:        {:7.0} ms  {:6.0} MB/s", resumable * 1e3, mb / resumable);
     println!("ratio resumable / one request (throughput): {:.2}", single / resumable);
+    println!("server CPU per upload: one request {single_cpu:.0} ms, resumable {resumable_cpu:.0} ms");
 
     let mut resent = Vec::new();
     for _ in 0..3 {

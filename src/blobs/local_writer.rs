@@ -98,14 +98,10 @@ impl Batches {
         }
     }
 
-    /// Writes everything gathered and syncs the file to disk.
-    pub(super) async fn sync(&mut self) -> std::io::Result<()> {
+    /// Writes everything gathered (to the kernel: what a process crash cannot lose).
+    pub(super) async fn write_out(&mut self) -> std::io::Result<()> {
         self.flush().await?;
-        let file = self.settle().await?.ok_or_else(|| std::io::Error::other("the file is not open"))?;
-        let file = tokio::task::spawn_blocking(move || file.sync_data().map(|()| file))
-            .await
-            .map_err(std::io::Error::other)??;
-        self.file = Some(file);
+        self.file = self.settle().await?;
         Ok(())
     }
 }

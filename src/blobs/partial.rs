@@ -3,7 +3,11 @@
 //!
 //! - A local directory: one file, `partial/<id>`, appended to. A request first cuts it back to
 //!   the offset the database recorded (bytes a cut request wrote after its last record are not
-//!   counted, so they are written again), and the file is synced before an offset is recorded.
+//!   counted, so they are written again); an offset is recorded once its bytes are written out
+//!   to the kernel. They are not synced to the disk (neither are a one-request upload's; syncing
+//!   every few MiB halved the throughput, docs/benchmarks.md): after a power cut a file shorter
+//!   than its offset is found at the next append, the resource is cancelled, and the client
+//!   creates it again and sends the file from its start.
 //!   When complete it is renamed to the upload's temporary key, where a one-request upload's
 //!   bytes would be.
 //! - An S3 bucket: a multipart upload at the upload's final key, in parts of one size (at least
@@ -32,8 +36,8 @@ use super::{BlobKey, BlobStore, local_error};
 const MIN_PART: u64 = 5 * 1024 * 1024;
 /// S3's most parts in one multipart upload.
 const MAX_PARTS: u64 = 10_000;
-/// A local resource is synced and its offset recorded after about this many bytes.
-const LOCAL_CHECKPOINT: u64 = 8 * 1024 * 1024;
+/// A local resource's offset is recorded after about this many bytes.
+const LOCAL_CHECKPOINT: u64 = 32 * 1024 * 1024;
 
 /// What the database says of a resource's bytes.
 #[derive(Clone, Debug)]
@@ -207,7 +211,7 @@ impl PartialAppender {
     }
 
     /// Appends a chunk; `Some` when bytes were made safe on the way (a part sent, or a local
-    /// file synced), for the database to record.
+    /// file written out), for the database to record.
     pub async fn write(&mut self, chunk: Bytes) -> object_store::Result<Option<Kept>> {
         match self {
             PartialAppender::Local(local) => local.write(chunk).await.map_err(local_error),
@@ -269,9 +273,9 @@ impl LocalAppend {
         Ok(None)
     }
 
-    /// Writes what is gathered and syncs the file: every byte taken is kept.
+    /// Writes what is gathered: every byte taken is kept.
     async fn sync(&mut self) -> std::io::Result<Kept> {
-        self.batches.sync().await?;
+        self.batches.write_out().await?;
         self.kept = self.written;
         Ok(Kept { offset: self.written, multipart_id: None, parts: Vec::new(), tail_bytes: 0 })
     }
