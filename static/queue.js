@@ -13,8 +13,11 @@
 //           it is online (retry.js `tapMayHelp`): the "Send now" button may help.
 //   failed, `final`: the server refused the photo for good (not an image, too large, quota,
 //           uploads closed): never sent again by itself; the guest may remove it.
+// Videos and large files go resumably when the server can (below): such an item also
+// keeps `location` (its upload resource on the server) and `offset` (the bytes the server is
+// known to have), so a cut, a reload or a retry sends only the rest.
 
-import { uuid } from './util.js';
+import { uuid, remembered } from './util.js';
 import { BACKGROUND, isTemporary, retryDelay, retryAfterMs, tapMayHelp } from './retry.js';
 
 const DB_NAME = 'confetti';
@@ -28,7 +31,15 @@ const SENT_KEEP_MS = 7 * 24 * 3600 * 1000;
 export const PARALLEL = 2;
 // The upload rate is measured once this much sending time has passed.
 const RATE_AFTER_MS = 2000;
-// An upload that moves no byte for this long is taken for dead and retried (same key).
+
+/** Files larger than this go resumably even when they are photos (8 MiB). */
+export const RESUMABLE_THRESHOLD = 8 * 1024 * 1024;
+// Offset mismatches, vanished resources and the like within one try, before the try ends.
+const MAX_ROUNDS = 12;
+// How long one try waits for another request that is still appending to the same upload
+// (a cut connection the server has not noticed yet) before it leaves it to the next try.
+const BUSY_WAIT_MS = 90_000;
+// An upload request that moves no byte for this long is taken for dead and tried again.
 const STALL_MS = 60_000;
 
 function openDb() {
@@ -84,7 +95,9 @@ export class UploadQueue {
    * @param {(item) => void} o.onChange called whenever an item's state or progress changes
    * @param {(item) => void} o.onDone called once per item the server has
    * @param {() => void} o.onUnauthenticated the guest's session is gone: ask for the name again
-   * @param {{max_upload_bytes?: number, preflight?: boolean}} o.limits
+   * @param {{max_upload_bytes?: number, preflight?: boolean, resumable?: boolean}} o.limits
+   *   `resumable`: the server lists `resumable_uploads`; when not given, the server's
+   *   capabilities the page remembered from `/api/v1/info` say.
    */
   constructor({ slug, onChange, onDone, onUnauthenticated, limits = {} }) {
     this.slug = slug;
@@ -92,6 +105,7 @@ export class UploadQueue {
     this.onDone = onDone || (() => {});
     this.onUnauthenticated = onUnauthenticated || (() => {});
     this.limits = limits;
+    this.resumable = limits.resumable ?? rememberedCapability('resumable_uploads');
     this.items = new Map();
     this.active = 0;
     this.paused = true;
@@ -141,7 +155,7 @@ export class UploadQueue {
       // A tab closed mid-upload: the bytes may or may not have arrived; `attempts` > 0
       // makes the next send ask the server first.
       if (item.state === 'uploading') item.state = 'queued';
-      item.progress = 0;
+      item.progress = keptShare(item);
       this.items.set(item.client_upload_id, item);
     }
     if (stale.length || finished.length) {
@@ -277,7 +291,7 @@ export class UploadQueue {
     if (this.active === 0) this.sendingSince = Date.now();
     this.active += 1;
     item.state = 'uploading';
-    item.progress = 0;
+    item.progress = keptShare(item);
     item.last_error = null;
     this.onChange(item);
     try {
@@ -301,6 +315,12 @@ export class UploadQueue {
     if (max && item.size > max) {
       return this.fail(item, 'file_too_large', { limit_bytes: max });
     }
+    if (goesResumably(item, this.resumable)) {
+      // Its own creation answers for a file the server has already; no preflight needed.
+      item.attempts += 1;
+      await this.save(item);
+      return this.settle(item, await sendResumable(this, item));
+    }
     if (item.attempts > 0 && this.limits.preflight !== false) {
       // Sent before: its answer may have been lost after the server stored it.
       const known = await this.preflight(item);
@@ -310,6 +330,16 @@ export class UploadQueue {
     await this.save(item);
     const res = await this.post(item);
     return this.settle(item, res);
+  }
+
+  /**
+   * A resumable item moved on: `sent` more bytes left the page, `loaded` of this request's body
+   * so far; its progress counts what the server kept from earlier tries too.
+   */
+  progressed(item, sent, loaded = 0) {
+    this.bytesSent += sent;
+    item.progress = item.size > 0 ? Math.min(1, ((item.offset || 0) + loaded) / item.size) : 0;
+    this.onChange(item);
   }
 
   /** Asks the server whether it already has this item. 'stop' when that settled the item. */
@@ -335,54 +365,20 @@ export class UploadQueue {
   }
 
   post(item) {
-    return new Promise((resolve) => {
-      const xhr = new XMLHttpRequest();
-      let last = Date.now();
-      const touch = () => {
-        last = Date.now();
-      };
-      const watchdog = setInterval(() => {
-        if (Date.now() - last > STALL_MS) xhr.abort();
-      }, 5000);
-      const finish = (result) => {
-        clearInterval(watchdog);
-        item.xhr = null;
-        resolve(result);
-      };
-      xhr.open('POST', `/api/v1/events/${encodeURIComponent(this.slug)}/uploads`);
-      xhr.setRequestHeader('Accept', 'application/json');
-      // The same key as the part below: known keys are answered before any bytes are stored.
-      xhr.setRequestHeader('Idempotency-Key', item.client_upload_id);
-      xhr.upload.onprogress = (e) => {
-        touch();
-        if (e.lengthComputable && e.total > 0) {
-          const progress = e.loaded / e.total;
-          this.bytesSent += Math.max(0, progress - (item.progress || 0)) * item.size;
-          item.progress = progress;
-          this.onChange(item);
-        }
-      };
-      xhr.upload.onload = touch;
-      xhr.onprogress = touch;
-      xhr.onload = () => {
-        let problem = null;
-        try {
-          problem = xhr.responseText ? JSON.parse(xhr.responseText) : null;
-        } catch {
-          problem = null;
-        }
-        finish({ status: xhr.status, problem, retryAfter: xhr.getResponseHeader('Retry-After'), replayed: xhr.getResponseHeader('Idempotent-Replayed') === 'true' });
-      };
-      xhr.onerror = () => finish({ status: 0 });
-      xhr.onabort = () => finish({ status: 0 });
-      xhr.ontimeout = () => finish({ status: 0 });
-      const form = new FormData();
-      // The key first: the server decides on it before reading the file.
-      form.append('client_upload_id', item.client_upload_id);
-      if (item.caption) form.append('caption', item.caption);
-      form.append('file', item.blob, item.name);
-      item.xhr = xhr;
-      xhr.send(form);
+    const form = new FormData();
+    // The key first: the server decides on it before reading the file.
+    form.append('client_upload_id', item.client_upload_id);
+    if (item.caption) form.append('caption', item.caption);
+    form.append('file', item.blob, item.name);
+    // The same key as the part: known keys are answered before any bytes are stored.
+    const headers = { 'Idempotency-Key': item.client_upload_id };
+    return uploadRequest(item, 'POST', `/api/v1/events/${encodeURIComponent(this.slug)}/uploads`, headers, form, (e) => {
+      if (e.lengthComputable && e.total > 0) {
+        const progress = e.loaded / e.total;
+        this.bytesSent += Math.max(0, progress - (item.progress || 0)) * item.size;
+        item.progress = progress;
+        this.onChange(item);
+      }
     });
   }
 
@@ -410,6 +406,7 @@ export class UploadQueue {
 
   async done(item, upload, already) {
     this.trouble = null;
+    item.location = null;
     item.state = 'done';
     item.progress = 1;
     item.final = false;
@@ -459,6 +456,12 @@ export class UploadQueue {
   }
 
   async fail(item, code, problem) {
+    // A refusal for good: the server's upload resource (if it kept one) is of no more use.
+    if (item.location) {
+      cancelResumable(item.location);
+      item.location = null;
+      item.offset = 0;
+    }
     item.state = 'failed';
     item.progress = 0;
     item.final = true;
@@ -490,11 +493,268 @@ export class UploadQueue {
     const item = this.items.get(key);
     if (!item || item.state === 'uploading') return;
     this.items.delete(key);
+    // Bytes of it the server kept for a resumed upload go too.
+    if (item.location) cancelResumable(item.location);
     if (this.db) await transact(this.db, [QUEUE], 'readwrite', (s) => s[QUEUE].delete(key)).catch(() => {});
+  }
+}
+
+/** The share of an item the server is known to have kept (resumable items), 0 otherwise. */
+function keptShare(item) {
+  return item.location && item.size > 0 ? Math.min(1, (item.offset || 0) / item.size) : 0;
+}
+
+/** Whether the server's capabilities, as the page last read them from `/api/v1/info`, list `name`. */
+function rememberedCapability(name) {
+  try {
+    const info = JSON.parse(remembered('confetti.info'));
+    return Array.isArray(info?.capabilities) && info.capabilities.includes(name);
+  } catch {
+    return false;
   }
 }
 
 /** Whether a picked file's declared type is a video's. */
 function isVideoType(type) {
   return typeof type === 'string' && type.startsWith('video/');
+}
+
+// Resumable uploads (docs/api.md "Resumable uploads"): a video, or any file over
+// RESUMABLE_THRESHOLD, is sent in a way that survives a cut connection, a reload or going
+// offline without sending again what the server already has.
+//
+// The flow for one queue item: an empty POST creates the upload resource (its key,
+// name and caption in `Upload-Metadata`), its `Location` is kept in the item (so in IndexedDB,
+// across reloads); one PATCH then sends the rest of the file from the server's offset. After
+// any interruption the next try asks the resource (HEAD) how many bytes it kept and sends only
+// the rest. The server deduplicates on the item's key here as for one-request uploads, so
+// creating the resource again (after it expired) never stores the file twice.
+//
+// `sendResumable` ends with what the queue's `settle` understands: `{status, problem,
+// retryAfter, replayed}` — 200/201 and the Upload when the server has the file, 0 for no answer,
+// the server's refusal otherwise.
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Whether an item goes resumably: the server can, and it is a video or a large file. */
+function goesResumably(item, serverCan) {
+  if (!serverCan) return false;
+  return isVideoType(item.type) || item.size > RESUMABLE_THRESHOLD;
+}
+
+/** Standard base64 of a string's UTF-8 bytes, as `Upload-Metadata` carries values. */
+function b64(text) {
+  const bytes = new TextEncoder().encode(text);
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 1) s += String.fromCharCode(bytes[i]);
+  return btoa(s);
+}
+
+/** `Upload-Metadata`: the item's key, file name and (if any) caption. */
+function uploadMetadata(item) {
+  const pairs = [['client_upload_id', item.client_upload_id], ['filename', item.name]];
+  if (item.caption) pairs.push(['caption', item.caption]);
+  return pairs.map(([k, v]) => `${k} ${b64(v)}`).join(',');
+}
+
+/** A structured-field boolean header (`?1` / `?0`). */
+function flag(value) {
+  return typeof value === 'string' && value.trim() === '?1';
+}
+
+function offsetOf(headers) {
+  const n = Number.parseInt(headers.get('Upload-Offset') ?? '', 10);
+  return Number.isFinite(n) && n >= 0 ? n : null;
+}
+
+/** The path of a `Location` on this page's own origin (the page may be reached by another address than the server's public URL). */
+function samePath(location) {
+  const url = new URL(location, window.location.href);
+  return url.pathname + url.search;
+}
+
+async function bodyOf(response) {
+  const text = await response.text().catch(() => '');
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** One request by fetch, as `{status, headers, body}`; status 0 when no answer came. */
+async function request(method, url, headers = {}) {
+  try {
+    const response = await fetch(url, { method, headers: { Accept: 'application/json', ...headers }, credentials: 'same-origin', cache: 'no-store' });
+    const body = method === 'HEAD' ? null : await bodyOf(response);
+    return { status: response.status, headers: response.headers, body };
+  } catch {
+    return { status: 0, headers: new Headers(), body: null };
+  }
+}
+
+function answer(r) {
+  return { status: r.status, problem: r.body, retryAfter: r.headers.get('Retry-After'), replayed: r.headers.get('Idempotent-Replayed') === 'true' };
+}
+
+/**
+ * Sends one queue item resumably. `queue` provides `slug`, `save(item)` and `progressed(item,
+ * sentBytes)` (a byte count that left the page, for the measured rate). The item's `location`
+ * and `offset` are kept up to date (and saved).
+ */
+async function sendResumable(queue, item) {
+  const base = `/api/v1/events/${encodeURIComponent(queue.slug)}/uploads/resumable`;
+  // The offset to send from, once known; null: ask the resource first.
+  let offset = null;
+  let busySince = null;
+  let rounds = 0;
+  const forget = async () => {
+    item.location = null;
+    item.offset = 0;
+    offset = null;
+    await queue.save(item);
+  };
+  for (;;) {
+    if (!item.location) {
+      if ((rounds += 1) > MAX_ROUNDS) return { status: 503, problem: null };
+      const r = await request('POST', base, {
+        'Upload-Complete': '?0',
+        'Upload-Length': String(item.size),
+        'Upload-Metadata': uploadMetadata(item),
+      });
+      // Stored already (an earlier try's answer was lost): the Upload, replayed.
+      if (r.status === 200) return answer(r);
+      const location = r.headers.get('Location');
+      if (r.status !== 201 || !location) return answer(r);
+      item.location = samePath(location);
+      offset = offsetOf(r.headers) ?? 0;
+      item.offset = offset;
+      await queue.save(item);
+    } else if (offset === null) {
+      const r = await request('HEAD', item.location);
+      if (r.status === 404) {
+        // Expired or cancelled: a new resource (the key keeps it one upload).
+        await forget();
+        continue;
+      }
+      if (r.status === 0 || r.status >= 300) return answer(r);
+      if (flag(r.headers.get('Upload-Complete'))) return storedUpload(queue, item);
+      offset = offsetOf(r.headers) ?? 0;
+      item.offset = offset;
+      queue.progressed(item, 0);
+    }
+
+    const r = await patch(queue, item, offset);
+    if (r.status === 200 || r.status === 201) return r;
+    if (r.status === 0) return r;
+    const code = r.problem?.code;
+    if (r.status === 409 && code === 'upload_offset_mismatch') {
+      if ((rounds += 1) > MAX_ROUNDS) return { status: 503, problem: r.problem };
+      offset = r.offset ?? r.problem?.['expected-offset'] ?? null;
+      continue;
+    }
+    if (r.status === 409 && code === 'upload_busy') {
+      // Another request (an earlier try, cut off) is still appending: wait for it to end.
+      busySince ??= Date.now();
+      if (Date.now() - busySince > BUSY_WAIT_MS) return { ...r, status: 503 };
+      await sleep(Math.max(250, Number(r.retryAfter) * 1000 || 1000));
+      offset = null;
+      continue;
+    }
+    if (r.status === 404) {
+      if ((rounds += 1) > MAX_ROUNDS) return { status: 503, problem: r.problem };
+      await forget();
+      continue;
+    }
+    if (r.status === 204) {
+      // The server kept the bytes but does not take the file as complete: ask again.
+      if ((rounds += 1) > MAX_ROUNDS) return { status: 503, problem: r.problem };
+      offset = null;
+      continue;
+    }
+    return r;
+  }
+}
+
+/** The Upload of an item whose resource says it is complete (HEAD carries no body). */
+async function storedUpload(queue, item) {
+  const r = await request('GET', `/api/v1/events/${encodeURIComponent(queue.slug)}/uploads/by-client-id/${item.client_upload_id}`);
+  if (r.status === 200) return { status: 200, problem: r.body, replayed: true };
+  // Not readable right now: the next try asks again.
+  if (r.status === 404) return { status: 503, problem: r.body };
+  return answer(r);
+}
+
+/** The PATCH with the rest of the file from `offset`, by XHR for its upload progress. */
+function patch(queue, item, offset) {
+  let loaded = 0;
+  const headers = { 'Content-Type': 'application/partial-upload', 'Upload-Offset': String(offset), 'Upload-Complete': '?1' };
+  return uploadRequest(item, 'PATCH', item.location, headers, item.blob.slice(offset), (e) => {
+    const sent = Math.max(0, e.loaded - loaded);
+    loaded = e.loaded;
+    item.offset = offset;
+    queue.progressed(item, sent, loaded);
+  });
+}
+
+/**
+ * Sends one upload request by XHR (for its upload progress, which fetch does not give):
+ * resolves with `{status, problem, retryAfter, replayed, offset}` — status 0 when no answer
+ * came, or when no byte moved for STALL_MS (then it is given up on, to be tried again).
+ */
+function uploadRequest(item, method, url, headers, body, onProgress) {
+  return new Promise((resolve) => {
+    const xhr = new XMLHttpRequest();
+    let last = Date.now();
+    const touch = () => {
+      last = Date.now();
+    };
+    const watchdog = setInterval(() => {
+      if (Date.now() - last > STALL_MS) xhr.abort();
+    }, 5000);
+    const finish = (result) => {
+      clearInterval(watchdog);
+      item.xhr = null;
+      resolve(result);
+    };
+    xhr.open(method, url);
+    xhr.setRequestHeader('Accept', 'application/json');
+    for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value);
+    xhr.upload.onprogress = (e) => {
+      touch();
+      onProgress(e);
+    };
+    xhr.upload.onload = touch;
+    xhr.onprogress = touch;
+    xhr.onload = () => {
+      let problem = null;
+      try {
+        problem = xhr.responseText ? JSON.parse(xhr.responseText) : null;
+      } catch {
+        problem = null;
+      }
+      const n = Number.parseInt(xhr.getResponseHeader('Upload-Offset') ?? '', 10);
+      finish({
+        status: xhr.status,
+        problem,
+        retryAfter: xhr.getResponseHeader('Retry-After'),
+        replayed: xhr.getResponseHeader('Idempotent-Replayed') === 'true',
+        offset: Number.isFinite(n) && n >= 0 ? n : null,
+      });
+    };
+    xhr.onerror = () => finish({ status: 0 });
+    xhr.onabort = () => finish({ status: 0 });
+    xhr.ontimeout = () => finish({ status: 0 });
+    item.xhr = xhr;
+    xhr.send(body);
+  });
+}
+
+/** Cancels an item's upload resource on the server (best effort: it expires anyway). */
+function cancelResumable(location) {
+  if (!location) return Promise.resolve();
+  return fetch(location, { method: 'DELETE', credentials: 'same-origin', keepalive: true }).then(
+    () => {},
+    () => {},
+  );
 }

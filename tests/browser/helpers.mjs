@@ -362,3 +362,102 @@ export async function onPhone(browser, options, fn) {
     await context.close();
   }
 }
+
+/**
+ * A TCP proxy between a client (Chromium, or a Node client) and a server, as venue Wi-Fi sits
+ * between a phone and the server: it forwards both ways, counts the bytes it forwarded to the
+ * server (`up`, all connections together), and can cut or hold one connection once that
+ * connection has forwarded a number of bytes to the server.
+ *
+ * Start it before the server (`base` is known at once, for `--public-url`), then `target(port)`.
+ * - `cutAt(n)`: the first connection to pass n bytes towards the server is reset, both sockets
+ *   destroyed (the client sees a connection reset). Resolves with the connection's byte count.
+ * - `holdAt(n)`: the first connection to pass n bytes stops being read (nothing more reaches
+ *   the server; the client's sends back up). Resolves with `{bytes, release(), cut(), closed}`,
+ *   `closed` a promise settled once that connection has closed.
+ * Each arms once; later connections pass through.
+ */
+export async function startProxy() {
+  const port = await freePort();
+  let targetPort = null;
+  const sockets = new Set();
+  const triggers = [];
+  const proxy = {
+    base: `http://127.0.0.1:${port}`,
+    port,
+    up: 0,
+    down: 0,
+    connections: 0,
+    target(p) {
+      targetPort = Number(p);
+    },
+    cutAt(bytes) {
+      return new Promise((resolve) => triggers.push({ bytes, kind: 'cut', resolve }));
+    },
+    holdAt(bytes) {
+      return new Promise((resolve) => triggers.push({ bytes, kind: 'hold', resolve }));
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(() => r()));
+    },
+  };
+  const server = net.createServer((client) => {
+    proxy.connections += 1;
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    sockets.add(client);
+    sockets.add(upstream);
+    let forwarded = 0;
+    const closed = new Promise((resolve) => client.once('close', resolve));
+    const cut = () => {
+      client.resetAndDestroy();
+      upstream.destroy();
+    };
+    client.on('data', (chunk) => {
+      forwarded += chunk.length;
+      proxy.up += chunk.length;
+      if (!upstream.write(chunk)) client.pause();
+      const i = triggers.findIndex((t) => forwarded >= t.bytes);
+      if (i < 0) return;
+      const [t] = triggers.splice(i, 1);
+      if (t.kind === 'cut') {
+        cut();
+        t.resolve({ bytes: forwarded });
+      } else {
+        client.pause();
+        client.held = true;
+        t.resolve({
+          bytes: forwarded,
+          release: () => {
+            client.held = false;
+            client.resume();
+          },
+          cut,
+          closed,
+        });
+      }
+    });
+    upstream.on('drain', () => {
+      if (!client.held) client.resume();
+    });
+    upstream.on('data', (chunk) => {
+      proxy.down += chunk.length;
+      client.write(chunk);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('close', end);
+    upstream.on('close', end);
+    client.on('error', () => {});
+    upstream.on('error', () => {});
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  return proxy;
+}
