@@ -56,7 +56,12 @@ export async function guestPage({ slug, event, main, messages }) {
   // The queue first, so that nothing waits unseen.
   const queue = new UploadQueue({
     slug,
-    limits: { max_upload_bytes: info.limits?.max_upload_bytes, preflight: caps.includes('upload_preflight') },
+    limits: {
+      max_upload_bytes: info.limits?.max_upload_bytes,
+      max_video_bytes: info.limits?.max_video_bytes,
+      preflight: caps.includes('upload_preflight'),
+      resumable: caps.includes('resumable_uploads'),
+    },
     onChange: (item) => {
       uploads.render(item);
       // A refusal tells what the event said before: uploads are closed.

@@ -95,7 +95,7 @@ export class UploadQueue {
    * @param {(item) => void} o.onChange called whenever an item's state or progress changes
    * @param {(item) => void} o.onDone called once per item the server has
    * @param {() => void} o.onUnauthenticated the guest's session is gone: ask for the name again
-   * @param {{max_upload_bytes?: number, preflight?: boolean, resumable?: boolean}} o.limits
+   * @param {{max_upload_bytes?: number, max_video_bytes?: number, preflight?: boolean, resumable?: boolean}} o.limits
    *   `resumable`: the server lists `resumable_uploads`; when not given, the server's
    *   capabilities the page remembered from `/api/v1/info` say.
    */
