@@ -40,6 +40,9 @@ export class Lightbox {
     // The page behind a modal dialog is inert: the lightbox says its own refusals.
     this.messages = new MessageArea();
     this.dialog = h('dialog', { class: 'lightbox', 'aria-label': t('photo') });
+    // Escape closes the dialog after `cancel`; `close` comes a task later: the video stops at
+    // once, not a moment after the dialog has gone.
+    this.dialog.addEventListener('cancel', () => this.dialog.querySelector('video')?.pause());
     this.dialog.addEventListener('close', () => {
       // A closed dialog stays in the page: its video would go on playing unseen.
       this.dialog.querySelector('video')?.pause();
@@ -113,6 +116,7 @@ export class Lightbox {
   }
 
   close() {
+    this.dialog.querySelector('video')?.pause();
     if (this.dialog.open) this.dialog.close();
     this.current = null;
   }
