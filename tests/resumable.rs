@@ -318,6 +318,29 @@ async fn an_offset_that_does_not_match_is_409_with_the_resources_offset(backend:
     assert_problem(response, StatusCode::BAD_REQUEST, "invalid_client_upload_id").await;
 }
 
+/// Two whole-file appends at offset 0: the first pauses `pause` before each of its halves, the
+/// second starts `after` the first.
+async fn racing(
+    client: &Client<'_>,
+    location: &str,
+    file: &[u8],
+    pause: Duration,
+    after: Duration,
+) -> (reqwest::Response, reqwest::Response) {
+    let (half, rest) = file.split_at(file.len() / 2);
+    let (half, rest) = (Bytes::copy_from_slice(half), Bytes::copy_from_slice(rest));
+    let slow = futures_util::stream::iter([Ok::<_, std::io::Error>(half), Ok(rest)]).then(move |chunk| async move {
+        tokio::time::sleep(pause).await;
+        chunk
+    });
+    let first = client.patch(location, 0, true, reqwest::Body::wrap_stream(slow));
+    let second = async {
+        tokio::time::sleep(after).await;
+        client.patch(location, 0, true, file.to_vec()).await
+    };
+    tokio::join!(first, second)
+}
+
 async fn two_appends_racing_on_one_resource_end_in_one_offset_and_one_row(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
@@ -327,18 +350,8 @@ async fn two_appends_racing_on_one_resource_end_in_one_offset_and_one_row(backen
     let location = client.create(Uuid::new_v4(), file.len()).await;
 
     // The first attempt pauses halfway; the second arrives meanwhile.
-    let (half, rest) = file.split_at(file.len() / 2);
-    let (half, rest) = (Bytes::copy_from_slice(half), Bytes::copy_from_slice(rest));
-    let slow = futures_util::stream::iter([Ok::<_, std::io::Error>(half), Ok(rest)]).then(|chunk| async move {
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        chunk
-    });
-    let first = client.patch(&location, 0, true, reqwest::Body::wrap_stream(slow));
-    let second = async {
-        tokio::time::sleep(Duration::from_millis(1000)).await;
-        client.patch(&location, 0, true, file.clone()).await
-    };
-    let (first, second) = tokio::join!(first, second);
+    let (first, second) =
+        racing(&client, &location, &file, Duration::from_millis(700), Duration::from_millis(1000)).await;
     assert_eq!(first.status(), StatusCode::CREATED);
     let stored: Value = first.json().await.expect("json");
     // The second waited for the first's lease (up to 2 s), then found the upload stored.
@@ -349,18 +362,8 @@ async fn two_appends_racing_on_one_resource_end_in_one_offset_and_one_row(backen
 
     // One that is still appending after two seconds: the other is told so, with its offset.
     let location = client.create(Uuid::new_v4(), file.len()).await;
-    let (half, rest) = file.split_at(file.len() / 2);
-    let (half, rest) = (Bytes::copy_from_slice(half), Bytes::copy_from_slice(rest));
-    let slow = futures_util::stream::iter([Ok::<_, std::io::Error>(half), Ok(rest)]).then(|chunk| async move {
-        tokio::time::sleep(Duration::from_millis(1800)).await;
-        chunk
-    });
-    let first = client.patch(&location, 0, true, reqwest::Body::wrap_stream(slow));
-    let second = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        client.patch(&location, 0, true, file.clone()).await
-    };
-    let (first, second) = tokio::join!(first, second);
+    let (first, second) =
+        racing(&client, &location, &file, Duration::from_millis(1800), Duration::from_millis(300)).await;
     assert_eq!(first.status(), StatusCode::CREATED);
     let offset = header(second.headers(), "upload-offset");
     let problem = assert_problem(second, StatusCode::CONFLICT, "upload_busy").await;
