@@ -236,7 +236,9 @@ fn bench_heic(rounds: usize, input: Option<PathBuf>) -> Result<()> {
             all[i].push(derive_timed(bytes, probe.format, probe.orientation, Decode::ShrinkOnLoad)?.1);
         }
     }
-    println!("\nin process, median of {rounds} (decode / resize+orient / JPEG encodes / WebP thumb / total):");
+    println!(
+        "\nin process, median of {rounds} (decode / resize+orient / JPEG encodes / WebP thumb / AVIF thumb / total):"
+    );
     let exe = std::env::current_exe()?;
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out)?;
@@ -251,12 +253,13 @@ fn bench_heic(rounds: usize, input: Option<PathBuf>) -> Result<()> {
         ensure!(child.status.success(), "child failed: {}", String::from_utf8_lossy(&child.stderr));
         let hwm: f64 = String::from_utf8(child.stdout)?.split(' ').next().context("child output")?.parse()?;
         println!(
-            "  {name}  {:6.1} / {:6.1} / {:6.1} / {:6.1} / {:6.1} ms; one job's peak RSS {:.0} MiB",
+            "  {name}  {:6.1} / {:6.1} / {:6.1} / {:6.1} / {:6.1} / {:6.1} ms; one job's peak RSS {:.0} MiB",
             median(&|t| t.decode),
             median(&|t| t.resize),
             median(&|t| t.encode),
             median(&|t| t.webp_thumb),
-            median(&|t| t.decode + t.resize + t.encode + t.webp_thumb + t.webp_preview + t.placeholder),
+            median(&|t| t.avif_thumb),
+            median(&|t| t.decode + t.resize + t.encode + t.webp_thumb + t.webp_preview + t.avif_thumb + t.placeholder),
             hwm / 1024.0
         );
     }

@@ -1,17 +1,19 @@
-//! Lighter galleries: the bytes of a page of thumbs as JPEG (what every upload had) against WebP,
-//! at equal or better SSIM against a reference downscale, and what the WebP encodes cost. A
-//! harness that prints figures, not a test.
+//! Lighter galleries: the bytes of a page of thumbs as JPEG (what every upload had) against AVIF
+//! and WebP, at equal or better SSIM against a reference downscale, and what their encodes cost.
+//! A harness that prints figures, not a test.
 //!
 //! ```text
-//! cargo run --release --example bench_thumbs -- DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif] [--thumbs Q,Q,...]
+//! apt-get install libavif-bin   # avifdec, to score the AVIF thumbs
+//! cargo run --release --example bench_thumbs -- DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif]
+//!     [--thumbs Q,Q,...] [--avif-thumbs Q,Q,... [--avif-speed S]]
 //! ```
 //!
 //! * `DIR`: the photos (`*.jpg`, read in name order, the first 50). No photos ship with Confetti;
-//!   docs/benchmarks.md ("Lighter galleries") says how the published figures' 50 were made from
-//!   scikit-image's sample photographs.
+//!   docs/benchmarks.md ("Lighter galleries") says how the published figures' two sets were made
+//!   from photographs in Debian packages and Python packages.
 //! * Each photo goes through the derivative pipeline as an upload does (`derive_timed_with`): the
-//!   JPEG thumb and preview (qualities 78 and 82) and their WebP (`--thumb`/`--preview`
-//!   quality/method, default `confetti::media::derive::WEBP`).
+//!   JPEG thumb and preview (qualities 78 and 82), the AVIF thumb, and the WebP thumb and preview
+//!   (`--thumb`/`--preview` quality/method; otherwise `confetti::media::derive::FORMATS`).
 //! * The reference: the original decoded at full size (`image`), downscaled with Lanczos3 to the
 //!   derivative's size, on the sRGB values as stored (the pipeline resizes the same way).
 //! * SSIM (Wang et al. 2004): on luma (BT.601 from the 8-bit sRGB values), Gaussian window 11×11
@@ -20,6 +22,8 @@
 //!   0–4, to choose the settings: the lowest quality whose SSIM, median and mean, is at least JPEG's.
 //! * `--thumbs Q,Q,...`: only the thumbs, at those WebP qualities: bytes (all photos and without
 //!   the texture samples), SSIM, and the WebP thumb's encode time; nothing else is reported.
+//! * `--avif-thumbs Q,Q,...`: only the thumbs, as AVIF at those libheif qualities and aom speed
+//!   `--avif-speed` (default 8), as the server encodes them: bytes, SSIM, encode time.
 //! * `--avif`: `avifenc` (libavif, aom) at speeds 6, 8 and 10 on the reference pixels (PNG), at the
 //!   lowest quantizer step whose thumbs' SSIM is at least the JPEG's: bytes and encode time.
 
@@ -30,7 +34,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use confetti::media::ImageFormat;
 use confetti::media::derive::{
-    Decode, Derivatives, Encoded, PREVIEW_MEASURED, Timings, WEBP, WebpChoice, WebpSettings, derive_timed_with,
+    AvifSettings, Decode, Derivatives, Encoded, FORMATS, Formats, PREVIEW_MEASURED, Timings, WEBP_THUMB_MEASURED,
+    WebpSettings, derive_timed_with,
 };
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer, images::Image, images::ImageRef};
 
@@ -39,31 +44,44 @@ const PHOTOS: usize = 50;
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let mut dir = None;
-    // The server makes no WebP preview (`WEBP`); the one it measured and did not take is shown.
-    let (mut choice, mut sweep, mut avif) = (WebpChoice { preview: Some(PREVIEW_MEASURED), ..WEBP }, false, false);
+    // The server makes no WebP (`FORMATS`); the thumb and preview it measured are shown.
+    let (mut choice, mut sweep, mut avif) = (
+        Formats { webp_thumb: Some(WEBP_THUMB_MEASURED), webp_preview: Some(PREVIEW_MEASURED), ..FORMATS },
+        false,
+        false,
+    );
     let mut thumbs = Vec::new();
+    let (mut avif_thumbs, mut avif_speed) = (Vec::new(), 8);
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--thumb" => choice.thumb = settings(&args.next().context("--thumb Q/M")?)?,
-            "--preview" => choice.preview = Some(settings(&args.next().context("--preview Q/M")?)?),
+            "--thumb" => choice.webp_thumb = Some(settings(&args.next().context("--thumb Q/M")?)?),
+            "--preview" => choice.webp_preview = Some(settings(&args.next().context("--preview Q/M")?)?),
             "--sweep" => sweep = true,
             "--avif" => avif = true,
             "--thumbs" => {
                 let list = args.next().context("--thumbs Q,Q,...")?;
                 thumbs = list.split(',').map(str::parse).collect::<Result<Vec<f32>, _>>()?;
             }
+            "--avif-thumbs" => {
+                let list = args.next().context("--avif-thumbs Q,Q,...")?;
+                avif_thumbs = list.split(',').map(str::parse).collect::<Result<Vec<i32>, _>>()?;
+            }
+            "--avif-speed" => avif_speed = args.next().context("--avif-speed S")?.parse()?,
             other if !other.starts_with('-') && dir.is_none() => dir = Some(PathBuf::from(other)),
             other => bail!("unknown argument {other}"),
         }
     }
     let dir =
-        dir.context("usage: bench_thumbs DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif] [--thumbs Q,Q,...]")?;
+        dir.context("usage: bench_thumbs DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif] [--thumbs Q,Q,...] [--avif-thumbs Q,Q,... [--avif-speed S]]")?;
     let photos = load(&dir)?;
     let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("{} photos from {}; load average {}", photos.len(), dir.display(), loadavg.trim());
 
     if !thumbs.is_empty() {
         return thumb_qualities(&photos, choice, &thumbs);
+    }
+    if !avif_thumbs.is_empty() {
+        return avif_thumb_qualities(&photos, choice, avif_speed, &avif_thumbs);
     }
     let runs: Vec<Run> = photos.iter().map(|p| Run::of(p, choice)).collect::<Result<_>>()?;
     report(&runs, choice);
@@ -161,10 +179,11 @@ struct Ssims {
     thumb_webp: f64,
     preview_jpeg: f64,
     preview_webp: f64,
+    thumb_avif: f64,
 }
 
 impl Run {
-    fn of(photo: &Photo, choice: WebpChoice) -> Result<Self> {
+    fn of(photo: &Photo, choice: Formats) -> Result<Self> {
         // The photos carry no EXIF orientation: 1.
         let (derivatives, timings) =
             derive_timed_with(&photo.bytes, ImageFormat::Jpeg, 1, Decode::ShrinkOnLoad, choice)
@@ -177,12 +196,25 @@ impl Run {
         };
         let ssim = Ssims {
             thumb_jpeg: score(&d.thumb.bytes, &thumb_ref, d.thumb.width)?,
-            thumb_webp: score(&d.thumb_webp.bytes, &thumb_ref, d.thumb.width)?,
+            thumb_webp: score(&webp_thumb(d).bytes, &thumb_ref, d.thumb.width)?,
             preview_jpeg: score(&d.preview.bytes, &preview_ref, d.preview.width)?,
             preview_webp: score(&webp_preview(d).bytes, &preview_ref, d.preview.width)?,
+            thumb_avif: match &d.thumb_avif {
+                Some(avif) => ssim(&avif_pixels(&avif.bytes)?.luma(), &thumb_ref, d.thumb.width as usize),
+                None => f64::NAN,
+            },
         };
         Ok(Self { derivatives, timings, ssim })
     }
+}
+
+/// The WebP thumb this program always asks for (`--thumb`, else `WEBP_THUMB_MEASURED`).
+fn webp_thumb(d: &Derivatives) -> &Encoded {
+    d.thumb_webp.as_ref().unwrap_or(&d.thumb)
+}
+
+fn thumb_settings(choice: Formats) -> WebpSettings {
+    choice.webp_thumb.unwrap_or(WEBP_THUMB_MEASURED)
 }
 
 /// The WebP preview this program always asks for (`--preview`, else `PREVIEW_MEASURED`).
@@ -190,14 +222,15 @@ fn webp_preview(d: &Derivatives) -> &Encoded {
     d.preview_webp.as_ref().unwrap_or(&d.preview)
 }
 
-fn report(runs: &[Run], choice: WebpChoice) {
+fn report(runs: &[Run], choice: Formats) {
     let total = |f: fn(&Derivatives) -> usize| runs.iter().map(|r| f(&r.derivatives)).sum::<usize>();
-    let (thumb_jpeg, thumb_webp) = (total(|d| d.thumb.bytes.len()), total(|d| d.thumb_webp.bytes.len()));
+    let (thumb_jpeg, thumb_webp) = (total(|d| d.thumb.bytes.len()), total(|d| webp_thumb(d).bytes.len()));
+    let thumb_avif = total(|d| d.thumb_avif.as_ref().map_or(0, |a| a.bytes.len()));
     let (preview_jpeg, preview_webp) =
         (total(|d| d.preview.bytes.len()), total(|d| d.preview_webp.as_ref().map_or(0, |p| p.bytes.len())));
     let ssims = |f: fn(&Ssims) -> f64| runs.iter().map(|r| f(&r.ssim)).collect::<Vec<_>>();
-    let t = choice.thumb;
-    let p = choice.preview.unwrap_or(PREVIEW_MEASURED);
+    let t = thumb_settings(choice);
+    let p = choice.webp_preview.unwrap_or(PREVIEW_MEASURED);
     println!(
         "\nWebP thumb quality {} method {}, preview quality {} method {}\n",
         t.quality, t.method, p.quality, p.method
@@ -210,6 +243,13 @@ fn report(runs: &[Run], choice: WebpChoice) {
     for (name, jpeg, webp, sj, sw) in [
         ("thumbs (the page)", thumb_jpeg, thumb_webp, ssims(|s| s.thumb_jpeg), ssims(|s| s.thumb_webp)),
         ("previews", preview_jpeg, preview_webp, ssims(|s| s.preview_jpeg), ssims(|s| s.preview_webp)),
+        (
+            "thumbs as AVIF (in the WebP columns)",
+            thumb_jpeg,
+            thumb_avif,
+            ssims(|s| s.thumb_jpeg),
+            ssims(|s| s.thumb_avif),
+        ),
     ] {
         println!(
             "| {name} | {jpeg} | {webp} | **{:.1}%** | {:.4} / {:.4} | {:.4} / {:.4} |",
@@ -222,6 +262,8 @@ fn report(runs: &[Run], choice: WebpChoice) {
     }
     let worse = runs.iter().filter(|r| r.ssim.thumb_webp < r.ssim.thumb_jpeg).count();
     println!("\nthumbs whose WebP SSIM is below their JPEG's: {worse} of {}", runs.len());
+    let worse = runs.iter().filter(|r| r.ssim.thumb_avif < r.ssim.thumb_jpeg).count();
+    println!("thumbs whose AVIF SSIM is below their JPEG's: {worse} of {}", runs.len());
     let hashes: Vec<usize> = runs.iter().map(|r| r.derivatives.placeholder.len()).collect();
     println!(
         "placeholders (ThumbHash): {}–{} bytes",
@@ -234,14 +276,15 @@ fn report(runs: &[Run], choice: WebpChoice) {
         (median(&all), all[all.len() * 9 / 10])
     };
     println!("\nper photo, in process (median / p90 ms): the preview is about 2000 px on its long edge, the thumb 400");
-    println!("| decode | resize | JPEG both | WebP thumb | WebP preview | placeholder |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| decode | resize | JPEG both | WebP thumb | WebP preview | AVIF thumb | placeholder |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     let cells: Vec<String> = [
         ms(|t| t.decode),
         ms(|t| t.resize),
         ms(|t| t.encode),
         ms(|t| t.webp_thumb),
         ms(|t| t.webp_preview),
+        ms(|t| t.avif_thumb),
         ms(|t| t.placeholder),
     ]
     .iter()
@@ -250,18 +293,22 @@ fn report(runs: &[Run], choice: WebpChoice) {
     println!("| {} |", cells.join(" | "));
 }
 
-fn sweep_settings(photos: &[Photo], choice: WebpChoice) -> Result<()> {
-    println!("\nsweep: thumbs (method {}), WebP bytes / JPEG bytes and SSIM median / mean", choice.thumb.method);
+fn sweep_settings(photos: &[Photo], choice: Formats) -> Result<()> {
+    println!(
+        "\nsweep: thumbs (method {}), WebP bytes / JPEG bytes and SSIM median / mean",
+        thumb_settings(choice).method
+    );
     println!("| WebP quality | WebP / JPEG | SSIM JPEG | SSIM WebP |");
     println!("| ---: | ---: | --- | --- |");
     for quality in (50..=90).step_by(5) {
-        let choice = WebpChoice { thumb: WebpSettings { quality: quality as f32, ..choice.thumb }, ..choice };
+        let choice =
+            Formats { webp_thumb: Some(WebpSettings { quality: quality as f32, ..thumb_settings(choice) }), ..choice };
         let runs: Vec<Run> = photos.iter().map(|p| Run::of(p, choice)).collect::<Result<_>>()?;
         let bytes = |f: fn(&Derivatives) -> usize| runs.iter().map(|r| f(&r.derivatives)).sum::<usize>() as f64;
         let (sj, sw): (Vec<f64>, Vec<f64>) = runs.iter().map(|r| (r.ssim.thumb_jpeg, r.ssim.thumb_webp)).unzip();
         println!(
             "| {quality} | {:.1}% | {:.4} / {:.4} | {:.4} / {:.4} |",
-            100.0 * bytes(|d| d.thumb_webp.bytes.len()) / bytes(|d| d.thumb.bytes.len()),
+            100.0 * bytes(|d| webp_thumb(d).bytes.len()) / bytes(|d| d.thumb.bytes.len()),
             median(&sj),
             mean(&sj),
             median(&sw),
@@ -273,7 +320,7 @@ fn sweep_settings(photos: &[Photo], choice: WebpChoice) -> Result<()> {
     println!("| ---: | ---: | ---: | --- | --- | ---: |");
     for method in 0..=4 {
         for quality in [75.0, 80.0, 85.0] {
-            let choice = WebpChoice { preview: Some(WebpSettings { quality, method }), ..choice };
+            let choice = Formats { webp_preview: Some(WebpSettings { quality, method }), ..choice };
             let runs: Vec<Run> = photos.iter().map(|p| Run::of(p, choice)).collect::<Result<_>>()?;
             let bytes = |f: fn(&Derivatives) -> usize| runs.iter().map(|r| f(&r.derivatives)).sum::<usize>() as f64;
             let (sj, sw): (Vec<f64>, Vec<f64>) =
@@ -298,11 +345,11 @@ fn sweep_settings(photos: &[Photo], choice: WebpChoice) -> Result<()> {
 /// `--thumbs`: the thumbs only, at the given WebP qualities (method as given): bytes against the
 /// JPEG thumbs on all photos and without the three texture samples, SSIM median / mean, how
 /// many fall below their JPEG, and the WebP thumb's encode time.
-fn thumb_qualities(photos: &[Photo], choice: WebpChoice, qualities: &[f32]) -> Result<()> {
+fn thumb_qualities(photos: &[Photo], choice: Formats, qualities: &[f32]) -> Result<()> {
     let texture = |name: &str| ["brick", "gravel", "grass"].iter().any(|t| name.contains(t));
     println!(
         "\nthumbs (method {}): WebP / JPEG bytes, all and without textures; SSIM median / mean",
-        choice.thumb.method
+        thumb_settings(choice).method
     );
     println!(
         "| WebP quality | WebP / JPEG | without textures | SSIM JPEG | SSIM WebP | below JPEG | WebP thumb ms median / p90 |"
@@ -313,7 +360,7 @@ fn thumb_qualities(photos: &[Photo], choice: WebpChoice, qualities: &[f32]) -> R
     let mut best: Vec<Option<usize>> = vec![None; photos.len()];
     let mut jpeg_of = vec![0usize; photos.len()];
     for &quality in qualities {
-        let choice = WebpChoice { thumb: WebpSettings { quality, ..choice.thumb }, ..choice };
+        let choice = Formats { webp_thumb: Some(WebpSettings { quality, ..thumb_settings(choice) }), ..choice };
         let (mut jpeg, mut webp, mut jpeg_nt, mut webp_nt) = (0usize, 0usize, 0usize, 0usize);
         let (mut sj, mut sw, mut took) = (Vec::new(), Vec::new(), Vec::new());
         for (i, photo) in photos.iter().enumerate() {
@@ -321,17 +368,17 @@ fn thumb_qualities(photos: &[Photo], choice: WebpChoice, qualities: &[f32]) -> R
                 .with_context(|| photo.name.clone())?;
             let reference = photo.full.resized(d.thumb.width, d.thumb.height)?.luma();
             sj.push(ssim(&Rgb::decode(&d.thumb.bytes)?.luma(), &reference, d.thumb.width as usize));
-            sw.push(ssim(&Rgb::decode(&d.thumb_webp.bytes)?.luma(), &reference, d.thumb.width as usize));
+            sw.push(ssim(&Rgb::decode(&webp_thumb(&d).bytes)?.luma(), &reference, d.thumb.width as usize));
             jpeg_of[i] = d.thumb.bytes.len();
-            if sw[i] >= sj[i] && best[i].is_none_or(|b| d.thumb_webp.bytes.len() < b) {
-                best[i] = Some(d.thumb_webp.bytes.len());
+            if sw[i] >= sj[i] && best[i].is_none_or(|b| webp_thumb(&d).bytes.len() < b) {
+                best[i] = Some(webp_thumb(&d).bytes.len());
             }
             took.push(timings.webp_thumb.as_secs_f64() * 1e3);
             jpeg += d.thumb.bytes.len();
-            webp += d.thumb_webp.bytes.len();
+            webp += webp_thumb(&d).bytes.len();
             if !texture(&photo.name) {
                 jpeg_nt += d.thumb.bytes.len();
-                webp_nt += d.thumb_webp.bytes.len();
+                webp_nt += webp_thumb(&d).bytes.len();
             }
         }
         took.sort_by(f64::total_cmp);
@@ -357,6 +404,71 @@ fn thumb_qualities(photos: &[Photo], choice: WebpChoice, qualities: &[f32]) -> R
     Ok(())
 }
 
+/// `--avif-thumbs`: the thumbs only, as the server makes them (libheif, aom, `--avif-speed`), at
+/// the given libheif qualities: bytes against the JPEG thumbs on all photos and without the three
+/// texture samples, SSIM median / mean, how many fall below their JPEG, and the encode time.
+fn avif_thumb_qualities(photos: &[Photo], choice: Formats, speed: i32, qualities: &[i32]) -> Result<()> {
+    let texture = |name: &str| ["brick", "gravel", "grass"].iter().any(|t| name.contains(t));
+    println!(
+        "\nAVIF thumbs (libheif, aom speed {speed}): AVIF / JPEG bytes, all and without textures; SSIM median / mean"
+    );
+    println!(
+        "| quality | AVIF / JPEG | without textures | AVIF / WebP | SSIM JPEG | SSIM WebP | SSIM AVIF | below JPEG | AVIF thumb ms median / p90 |"
+    );
+    println!("| ---: | ---: | ---: | ---: | --- | --- | --- | ---: | --- |");
+    let mut best: Vec<Option<usize>> = vec![None; photos.len()];
+    let mut jpeg_of = vec![0usize; photos.len()];
+    for &quality in qualities {
+        let choice = Formats { webp_preview: None, avif_thumb: Some(AvifSettings { quality, speed }), ..choice };
+        let (mut jpeg, mut webp, mut avif, mut jpeg_nt, mut avif_nt) = (0usize, 0usize, 0usize, 0usize, 0usize);
+        let (mut sj, mut sw, mut sa, mut took) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (i, photo) in photos.iter().enumerate() {
+            let (d, timings) = derive_timed_with(&photo.bytes, ImageFormat::Jpeg, 1, Decode::ShrinkOnLoad, choice)
+                .with_context(|| photo.name.clone())?;
+            let a = d.thumb_avif.as_ref().context("no AVIF thumb")?;
+            let reference = photo.full.resized(d.thumb.width, d.thumb.height)?.luma();
+            let width = d.thumb.width as usize;
+            sj.push(ssim(&Rgb::decode(&d.thumb.bytes)?.luma(), &reference, width));
+            sw.push(ssim(&Rgb::decode(&webp_thumb(&d).bytes)?.luma(), &reference, width));
+            sa.push(ssim(&avif_pixels(&a.bytes)?.luma(), &reference, width));
+            jpeg_of[i] = d.thumb.bytes.len();
+            if sa[i] >= sj[i] && best[i].is_none_or(|b| a.bytes.len() < b) {
+                best[i] = Some(a.bytes.len());
+            }
+            took.push(timings.avif_thumb.as_secs_f64() * 1e3);
+            jpeg += d.thumb.bytes.len();
+            webp += webp_thumb(&d).bytes.len();
+            avif += a.bytes.len();
+            if !texture(&photo.name) {
+                jpeg_nt += d.thumb.bytes.len();
+                avif_nt += a.bytes.len();
+            }
+        }
+        took.sort_by(f64::total_cmp);
+        let below = sj.iter().zip(&sa).filter(|(j, a)| a < j).count();
+        println!(
+            "| {quality} | {:.1}% | {:.1}% | {:.1}% | {} | {} | {} | {below} | {:.1} / {:.1} |",
+            100.0 * avif as f64 / jpeg as f64,
+            100.0 * avif_nt as f64 / jpeg_nt.max(1) as f64,
+            100.0 * avif as f64 / webp as f64,
+            median_mean(&sj),
+            median_mean(&sw),
+            median_mean(&sa),
+            median(&took),
+            took[took.len() * 9 / 10]
+        );
+    }
+    let reached: Vec<(usize, usize)> = best.iter().zip(&jpeg_of).filter_map(|(b, j)| b.map(|b| (b, *j))).collect();
+    let (avif, jpeg) = reached.iter().fold((0, 0), |(a, j), (b, jb)| (a + b, j + jb));
+    println!(
+        "\nper-image best: {:.1}% of those photos' JPEG thumb bytes; {} of {} photos reach their JPEG's SSIM",
+        100.0 * avif as f64 / jpeg.max(1) as f64,
+        reached.len(),
+        photos.len()
+    );
+    Ok(())
+}
+
 /// AVIF through `avifenc` (aom), on the reference pixels written as PNG: the lowest quantizer
 /// step where the thumbs' SSIM (median and mean) reaches the JPEG's, at speeds 6, 8 and 10, with
 /// the time of `avifenc` per image (its process, PNG read included) for thumb and preview.
@@ -369,7 +481,7 @@ fn avif_figures(photos: &[Photo], runs: &[Run]) -> Result<()> {
         (median(&s), mean(&s))
     };
     let jpeg_bytes: usize = runs.iter().map(|r| r.derivatives.thumb.bytes.len()).sum();
-    let webp_bytes: usize = runs.iter().map(|r| r.derivatives.thumb_webp.bytes.len()).sum();
+    let webp_bytes: usize = runs.iter().map(|r| webp_thumb(&r.derivatives).bytes.len()).sum();
     // Written once: each photo's reference thumb and preview, as lossless PNG.
     let mut inputs = Vec::new();
     for (i, (photo, run)) in photos.iter().zip(runs).enumerate() {
@@ -428,6 +540,17 @@ fn avif_figures(photos: &[Photo], runs: &[Run]) -> Result<()> {
     }
     println!("(preview time: the median of the first 10 photos; avifenc on one thread)");
     Ok(())
+}
+
+/// An AVIF file's pixels, through `avifdec` (libavif with dav1d: what browsers decode with).
+fn avif_pixels(bytes: &[u8]) -> Result<Rgb> {
+    let dir = tempfile::tempdir()?;
+    let (file, png) = (dir.path().join("t.avif"), dir.path().join("t.png"));
+    std::fs::write(&file, bytes)?;
+    let status =
+        Command::new("avifdec").arg(&file).arg(&png).output().context("avifdec (apt-get install libavif-bin)")?;
+    ensure!(status.status.success(), "avifdec failed: {}", String::from_utf8_lossy(&status.stderr));
+    Rgb::decode(&std::fs::read(&png)?)
 }
 
 fn avifenc(input: &Path, output: &Path, speed: u32, quantizer: u32) -> Result<()> {

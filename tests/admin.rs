@@ -238,7 +238,7 @@ async fn deleting_an_event_removes_it_for_everyone_and_every_photo_of_it_from_th
     let other = upload_ok(&app, &other_guest, &images::jpeg(320, 240)).await;
     let other_id = other["id"].as_str().expect("id").to_owned();
     settled(&app, &other_guest.token, &other_id).await;
-    // Two originals, two thumbs, two previews, two WebP thumbs.
+    // Two originals, two thumbs, two previews, two AVIF thumbs.
     assert_eq!(files_of(&app, &doomed).len(), 8, "{:?}", files_of(&app, &doomed));
     let kept_files = files_of(&app, &kept);
     assert_eq!(kept_files.len(), 4, "{kept_files:?}");

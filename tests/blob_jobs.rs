@@ -87,8 +87,8 @@ async fn a_store_failing_after_the_commit_leaves_nothing_behind_once_it_is_back(
         left,
         vec![
             format!("derivatives/{event_id}/{kept_id}/preview.jpg"),
+            format!("derivatives/{event_id}/{kept_id}/thumb.avif"),
             format!("derivatives/{event_id}/{kept_id}/thumb.jpg"),
-            format!("derivatives/{event_id}/{kept_id}/thumb.webp"),
             format!("originals/{event_id}/{kept_id}"),
         ],
         "only the kept photo's blobs, at their final keys"
@@ -111,6 +111,7 @@ async fn the_sweep_deletes_final_blobs_no_upload_accounts_for(backend: Backend) 
         format!("originals/{}/{stray}", event.id),
         format!("derivatives/{}/{stray}/thumb.jpg", event.id),
         format!("derivatives/{}/{stray}/thumb.webp", event.id),
+        format!("derivatives/{}/{stray}/thumb.avif", event.id),
         format!("originals/{unknown_event}/{stray}"),
     ] {
         let path = blobs.join(path);
@@ -121,7 +122,7 @@ async fn the_sweep_deletes_final_blobs_no_upload_accounts_for(backend: Backend) 
     let young = sweep(&app.db, &app.state.blobs, Duration::from_secs(3600)).await.expect("sweep");
     assert_eq!(young, (0, 0), "young blobs are left alone");
     let (finalized, deleted) = sweep(&app.db, &app.state.blobs, Duration::ZERO).await.expect("sweep");
-    assert_eq!((finalized, deleted), (0, 4));
+    assert_eq!((finalized, deleted), (0, 5));
     let left = relative(&blobs, all_files(&blobs));
     assert_eq!(left.len(), 4, "the kept photo's original and derivatives: {left:?}");
     assert!(left.iter().all(|f| f.contains(&kept_id)), "{left:?}");

@@ -300,7 +300,7 @@ async fn organisers_delete_any_upload_and_the_uploader_is_refunded(backend: Back
     let id = upload["id"].as_str().expect("id");
     settled(&app, &anna.token, id).await;
     assert!(app.used_bytes(&anna).await > 0);
-    assert_eq!(app.derivative_files().len(), 3, "thumb and preview were made as JPEG, the thumb as WebP too");
+    assert_eq!(app.derivative_files().len(), 3, "thumb and preview were made as JPEG, the thumb as AVIF too");
     let response = app.client.delete(app.url(&format!("/api/v1/uploads/{id}"))).bearer_auth(&organiser).send().await;
     assert_eq!(response.expect("DELETE").status(), StatusCode::NO_CONTENT);
     assert_eq!(app.used_bytes(&anna).await, 0, "refunded");

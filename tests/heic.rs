@@ -63,7 +63,7 @@ fn is_blue(p: &Rgb<u8>) -> bool {
     p[2] > 170 && p[0] < 90
 }
 
-async fn a_heic_reaches_ready_with_its_thumb_and_preview_as_jpeg_and_webp(backend: Backend) {
+async fn a_heic_reaches_ready_with_its_thumb_and_preview_as_jpeg_and_avif(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
@@ -84,9 +84,9 @@ async fn a_heic_reaches_ready_with_its_thumb_and_preview_as_jpeg_and_webp(backen
         let expected = if kind == "thumb" { (400, 300) } else { (640, 480) };
         assert_eq!((decoded.width(), decoded.height()), expected, "{kind}");
     }
-    let (webp_type, webp) = fetch(&app, &upload["urls"]["thumb"], &guest.token, BROWSER_ACCEPT).await;
-    assert_eq!(webp_type, "image/webp");
-    assert!(webp.len() > 12 && &webp[..4] == b"RIFF" && &webp[8..12] == b"WEBP");
+    let (avif_type, avif) = fetch(&app, &upload["urls"]["thumb"], &guest.token, BROWSER_ACCEPT).await;
+    assert_eq!(avif_type, "image/avif");
+    assert!(avif.len() > 12 && &avif[4..12] == b"ftypavif");
 
     // The original is kept as sent.
     let (original_type, original) = fetch(&app, &upload["urls"]["original"], &guest.token, "*/*").await;
@@ -147,7 +147,7 @@ async fn a_heic_declaring_an_absurd_size_is_refused_as_too_large(backend: Backen
 }
 
 both_backends!(
-    a_heic_reaches_ready_with_its_thumb_and_preview_as_jpeg_and_webp,
+    a_heic_reaches_ready_with_its_thumb_and_preview_as_jpeg_and_avif,
     a_heic_with_exif_orientation_6_gets_an_upright_portrait_thumb,
     a_heic_cut_short_is_refused_and_nothing_is_kept,
     a_heic_declaring_an_absurd_size_is_refused_as_too_large,

@@ -462,8 +462,9 @@ fn the_non_json_answers_say_their_media_type(served: &Served) {
             "{method} {path} {status}: answered as {media_type} only"
         );
     }
-    // The thumb is WebP or JPEG by `Accept`; the preview is JPEG only.
-    for (kind, types) in [("thumb", &["image/jpeg", "image/webp"][..]), ("preview", &["image/jpeg"][..])] {
+    // The thumb is AVIF, WebP or JPEG by `Accept`; the preview is JPEG only.
+    for (kind, types) in [("thumb", &["image/avif", "image/jpeg", "image/webp"][..]), ("preview", &["image/jpeg"][..])]
+    {
         let path = format!("/api/v1/uploads/{{id}}/{kind}");
         let responses = &doc["paths"][path.as_str()]["get"]["responses"];
         assert!(responses["304"].is_object(), "get {path}: If-None-Match gives 304");

@@ -57,23 +57,29 @@ pub enum BlobKey {
         event_id: Uuid,
         upload_id: Uuid,
     },
+    /// The thumb as AVIF; likewise only for uploads derived since (`UploadRow::avif_thumb`).
+    ThumbAvif {
+        event_id: Uuid,
+        upload_id: Uuid,
+    },
 }
 
 const TEMP_DIR: &str = "tmp";
 
 impl BlobKey {
     /// Every blob a committed upload can have: its original and its derivatives.
-    pub fn all_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 4] {
-        let [thumb, preview, thumb_webp] = Self::derivatives_for(event_id, upload_id);
-        [BlobKey::Original { event_id, upload_id }, thumb, preview, thumb_webp]
+    pub fn all_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 5] {
+        let [thumb, preview, thumb_webp, thumb_avif] = Self::derivatives_for(event_id, upload_id);
+        [BlobKey::Original { event_id, upload_id }, thumb, preview, thumb_webp, thumb_avif]
     }
 
     /// Every derivative an upload can have, in each format.
-    pub fn derivatives_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 3] {
+    pub fn derivatives_for(event_id: Uuid, upload_id: Uuid) -> [BlobKey; 4] {
         [
             BlobKey::Thumb { event_id, upload_id },
             BlobKey::Preview { event_id, upload_id },
             BlobKey::ThumbWebp { event_id, upload_id },
+            BlobKey::ThumbAvif { event_id, upload_id },
         ]
     }
 
@@ -90,6 +96,7 @@ impl BlobKey {
                     "thumb.jpg" => Some(BlobKey::Thumb { event_id, upload_id }),
                     "preview.jpg" => Some(BlobKey::Preview { event_id, upload_id }),
                     "thumb.webp" => Some(BlobKey::ThumbWebp { event_id, upload_id }),
+                    "thumb.avif" => Some(BlobKey::ThumbAvif { event_id, upload_id }),
                     _ => None,
                 }
             }
@@ -104,7 +111,8 @@ impl BlobKey {
             BlobKey::Original { event_id, upload_id }
             | BlobKey::Thumb { event_id, upload_id }
             | BlobKey::Preview { event_id, upload_id }
-            | BlobKey::ThumbWebp { event_id, upload_id } => Some((event_id, upload_id)),
+            | BlobKey::ThumbWebp { event_id, upload_id }
+            | BlobKey::ThumbAvif { event_id, upload_id } => Some((event_id, upload_id)),
         }
     }
 
@@ -120,6 +128,9 @@ impl BlobKey {
             }
             BlobKey::ThumbWebp { event_id, upload_id } => {
                 Path::from(format!("derivatives/{event_id}/{upload_id}/thumb.webp"))
+            }
+            BlobKey::ThumbAvif { event_id, upload_id } => {
+                Path::from(format!("derivatives/{event_id}/{upload_id}/thumb.avif"))
             }
         }
     }

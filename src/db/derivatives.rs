@@ -20,8 +20,10 @@ pub struct ClaimedJob {
 /// which formats may be served and what the page draws while the thumb loads.
 #[derive(Clone, Debug, Default)]
 pub struct Made {
-    /// The WebP thumb and preview are stored.
+    /// The WebP thumb is stored.
     pub webp: bool,
+    /// The AVIF thumb is stored.
+    pub avif: bool,
     /// The thumb's ThumbHash.
     pub placeholder: Option<Vec<u8>>,
     /// For a video: a frame became its thumb and preview.
@@ -73,7 +75,7 @@ impl Tx {
         }
         on_tx!(self, tx => sqlx::query_as(
             "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN $2 ELSE status END,
-                                webp_thumb = $3, placeholder = $4, poster = $5
+                                webp_thumb = $3, avif_thumb = $6, placeholder = $4, poster = $5
              WHERE id = $1
              RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
         )
@@ -82,6 +84,7 @@ impl Tx {
         .bind(made.webp)
         .bind(made.placeholder.as_deref())
         .bind(made.poster)
+        .bind(made.avif)
         .fetch_optional(&mut **tx)
         .await)
     }

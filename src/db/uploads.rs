@@ -42,6 +42,8 @@ pub struct UploadRow {
     pub event_gallery_opens_at: Option<DateTime<Utc>>,
     /// Whether its thumb exists as WebP too (uploads derived before WebP have JPEG only).
     pub webp_thumb: bool,
+    /// Whether its thumb exists as AVIF too (uploads derived before AVIF have none).
+    pub avif_thumb: bool,
     /// The thumb's ThumbHash, once the derivatives are made.
     pub placeholder: Option<Vec<u8>>,
     #[sqlx(try_from = "String")]
@@ -128,7 +130,7 @@ macro_rules! upload_select {
                     u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
                     u.height, u.taken_at, u.created_at, u.status, u.hidden, u.deleted_at, u.review,
                     e.gallery AS event_gallery, e.gallery_opens_at AS event_gallery_opens_at,
-                    u.webp_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, ",
+                    u.webp_thumb, u.avif_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, ",
             $counts,
             " FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "
         )

@@ -19,7 +19,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::Viewer;
-use super::negotiate::prefers_webp;
+use super::negotiate::{ImageForm, preferred_form};
 use super::openapi::{UploadIdParam, refusals, schemas};
 use super::uploads::visible_upload;
 use crate::blobs::BlobKey;
@@ -79,16 +79,17 @@ fn none_match_lists(field: &[u8], current: &[u8]) -> bool {
 
 /// The thumb's bytes
 ///
-/// A WebP or a JPEG (by `Accept`, below) 400 px on its long edge (the contract allows 320–512; a smaller original is
+/// An AVIF, a WebP or a JPEG (by `Accept`, below) 400 px on its long edge (the contract allows 320–512; a smaller original is
 /// not enlarged), pixels turned upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie as well
 /// as by bearer token (an `<img>` sends only cookies). 404 until it is made: use `urls.thumb` of the Upload, which
 /// is null until then (and stays null when processing `failed`). Made once per upload, it never changes: cached for
-/// a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file). Both formats answer with
+/// a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file). Every format answers with
 /// `Vary: Accept` and each has its own `ETag`.
 ///
-/// WebP when the request's `Accept` lists `image/webp` with a weight (`q`) above 0 and at least JPEG's (`image/jpeg`,
-/// else `image/*`, else `*/*`); otherwise JPEG. A wildcard alone (`*/*`, `image/*`) does not mean WebP. Photos whose
-/// derivatives were made before WebP existed are JPEG whatever `Accept` says.
+/// AVIF (or WebP) when the request's `Accept` lists `image/avif` (or `image/webp`) with a weight (`q`) above 0 and at
+/// least JPEG's (`image/jpeg`, else `image/*`, else `*/*`); of those, the higher weight, and AVIF on a tie; otherwise
+/// JPEG. A wildcard alone (`*/*`, `image/*`) means neither. Photos whose derivatives were made before AVIF (or WebP)
+/// existed do not have it and get the next format `Accept` allows.
 #[utoipa::path(
     get,
     path = "/api/v1/uploads/{id}/thumb",
@@ -97,8 +98,8 @@ fn none_match_lists(field: &[u8], current: &[u8]) -> bool {
     security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
     params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too.")),
     responses(
-        (status = 200, description = "The thumb: WebP or JPEG by `Accept`.", content((inline(schemas::Webp) = "image/webp"), (inline(schemas::Jpeg) = "image/jpeg")), headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`: WebP or JPEG by the request's `Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` for the JPEG, `\"{upload id}-thumb-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
-        (status = 304, description = "`If-None-Match` matched the `ETag` of the format `Accept` selects: no body.", headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` for the JPEG, `\"{upload id}-thumb-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
+        (status = 200, description = "The thumb: AVIF, WebP or JPEG by `Accept`.", content((inline(schemas::Avif) = "image/avif"), (inline(schemas::Webp) = "image/webp"), (inline(schemas::Jpeg) = "image/jpeg")), headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`: AVIF, WebP or JPEG by the request's `Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` for the JPEG, `\"{upload id}-thumb-avif\"` for the AVIF, `\"{upload id}-thumb-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
+        (status = 304, description = "`If-None-Match` matched the `ETag` of the format `Accept` selects: no body.", headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` for the JPEG, `\"{upload id}-thumb-avif\"` for the AVIF, `\"{upload id}-thumb-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
         GetThumbRefusals,
     ),
 )]
@@ -152,21 +153,27 @@ async fn derivative(
         return Err(ApiError::NotFound);
     }
     let (event_id, upload_id) = (row.event_id, row.id);
-    let (jpeg, webp, name) = match kind {
-        Derivative::Thumb => {
-            (BlobKey::Thumb { event_id, upload_id }, Some(BlobKey::ThumbWebp { event_id, upload_id }), "thumb")
-        }
-        // Previews are JPEG only (`media::derive::WEBP` says why).
-        Derivative::Preview => (BlobKey::Preview { event_id, upload_id }, None, "preview"),
+    let (jpeg, name, vary, form) = match kind {
+        Derivative::Thumb => (
+            BlobKey::Thumb { event_id, upload_id },
+            "thumb",
+            Vary::Accept,
+            preferred_form(&headers, row.avif_thumb, row.webp_thumb),
+        ),
+        // Previews are JPEG only (`media::derive::FORMATS` says why).
+        Derivative::Preview => (BlobKey::Preview { event_id, upload_id }, "preview", Vary::Nothing, ImageForm::Jpeg),
     };
-    let vary = if webp.is_some() { Vary::Accept } else { Vary::Nothing };
-    // Uploads derived before WebP existed have JPEG only; so does one whose WebP is missing
-    // from the store for whatever reason: JPEG then, never a 404.
-    if let Some(webp) = webp.filter(|_| row.webp_thumb && prefers_webp(&headers)) {
-        let webp =
-            Representation { key: webp, etag: format!("\"{upload_id}-{name}-webp\""), content_type: "image/webp" };
-        match send_derivative(&state, &webp, &headers, CACHE_FOREVER, Vary::Accept).await {
-            Err(ApiError::NotFound) => tracing::warn!(%upload_id, name, "the WebP derivative is missing; JPEG sent"),
+    // Uploads derived before AVIF or WebP existed have fewer forms (their row says so); one
+    // whose form is missing from the store for whatever reason gets the JPEG, never a 404.
+    let other = match form {
+        ImageForm::Avif => Some((BlobKey::ThumbAvif { event_id, upload_id }, "avif", "image/avif")),
+        ImageForm::Webp => Some((BlobKey::ThumbWebp { event_id, upload_id }, "webp", "image/webp")),
+        ImageForm::Jpeg => None,
+    };
+    if let Some((key, suffix, content_type)) = other {
+        let other = Representation { key, etag: format!("\"{upload_id}-{name}-{suffix}\""), content_type };
+        match send_derivative(&state, &other, &headers, CACHE_FOREVER, Vary::Accept).await {
+            Err(ApiError::NotFound) => tracing::warn!(%upload_id, name, suffix, "a derivative is missing; JPEG sent"),
             other => return other,
         }
     }

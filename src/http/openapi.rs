@@ -237,8 +237,8 @@ pub mod schemas {
         Sha256ETag => string(|s| s.pattern(Some("^\"[0-9a-f]{64}\"$")))
     );
     custom_schema!(
-        /// A derivative's tag: its upload's id, its kind, and `-webp` for the WebP form.
-        DerivativeETag => string(|s| s.pattern(Some("^\"[0-9a-f-]{36}-(thumb|preview)(-webp)?\"$")))
+        /// A derivative's tag: its upload's id, its kind, and `-avif` or `-webp` for those forms.
+        DerivativeETag => string(|s| s.pattern(Some("^\"[0-9a-f-]{36}-(thumb|preview)(-avif|-webp)?\"$")))
     );
     custom_schema!(
         /// `Accept`: the answer depends on the request's `Accept` header.
@@ -315,6 +315,10 @@ pub mod schemas {
     custom_schema!(
         /// A WebP the server made.
         Webp => bytes("image/webp")
+    );
+    custom_schema!(
+        /// An AVIF the server made.
+        Avif => bytes("image/avif")
     );
 
     const METRICS_EXAMPLE: &str = "# HELP confetti_idempotency_executions_total writes that claimed a key and ran\n# TYPE confetti_idempotency_executions_total counter\nconfetti_idempotency_executions_total 0\n# HELP confetti_idempotency_replays_total recorded answers replayed\n# TYPE confetti_idempotency_replays_total counter\nconfetti_idempotency_replays_total 0\n# HELP confetti_idempotency_mismatches_total keys reused with another request (422)\n# TYPE confetti_idempotency_mismatches_total counter\nconfetti_idempotency_mismatches_total 0\n# HELP confetti_idempotency_in_flight_total attempts answered 409 while the key was held\n# TYPE confetti_idempotency_in_flight_total counter\nconfetti_idempotency_in_flight_total 0\n# HELP confetti_idempotency_takeovers_total claims taken over after their lease expired\n# TYPE confetti_idempotency_takeovers_total counter\nconfetti_idempotency_takeovers_total 0\n# HELP confetti_idempotency_released_total keys released after a refusal or failure\n# TYPE confetti_idempotency_released_total counter\nconfetti_idempotency_released_total 0\n# HELP confetti_idempotency_swept_total completed keys forgotten after the retention\n# TYPE confetti_idempotency_swept_total counter\nconfetti_idempotency_swept_total 0\n";

@@ -141,12 +141,12 @@ pub struct UploadUrls {
     /// `/api/v1/uploads/{id}/original`.
     #[schema(examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/original"))]
     pub original: String,
-    /// `/api/v1/uploads/{id}/preview`: a WebP (to clients whose `Accept` lists `image/webp`) or a JPEG 1600–2048 px on its long edge (never larger than the original: a
+    /// `/api/v1/uploads/{id}/preview`: a JPEG 1600–2048 px on its long edge (never larger than the original: a
     /// smaller original keeps its size), pixels turned upright, without any EXIF. Null until it exists: set once
     /// the upload is `ready` (and kept while it is hidden); stays null when processing `failed`.
     #[schema(required = true, examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/preview"))]
     pub preview: Option<String>,
-    /// `/api/v1/uploads/{id}/thumb`: a WebP (to clients whose `Accept` lists `image/webp`) or a JPEG 400 px on its long edge (the contract allows 320–512; a smaller
+    /// `/api/v1/uploads/{id}/thumb`: an AVIF or a WebP (to clients whose `Accept` lists `image/avif` or `image/webp`) or a JPEG 400 px on its long edge (the contract allows 320–512; a smaller
     /// original is not enlarged), pixels turned upright, without any EXIF. Null until it exists: set once the
     /// upload is `ready` (and kept while it is hidden); stays null when processing `failed`.
     #[schema(required = true, examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/thumb"))]

@@ -225,6 +225,7 @@ fn written_row(guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
         event_gallery: Gallery::Everyone,
         event_gallery_opens_at: None,
         webp_thumb: false,
+        avif_thumb: false,
         placeholder: None,
         kind: new.kind,
         duration_ms: new.duration_ms,

@@ -3,7 +3,7 @@
 //! Jobs live in the database (`derivative_jobs`), queued in the upload's own transaction.
 //! A worker claims one under a lease (on PostgreSQL with `FOR UPDATE SKIP LOCKED`, so the
 //! instances sharing a database share the work and never make a derivative twice), decodes on
-//! the low-priority background threads, stores both JPEGs and both WebPs, and ends the job in the
+//! the low-priority background threads, stores both JPEGs and the thumb's AVIF, and ends the job in the
 //! same transaction that sets the upload's status, its formats and its placeholder. A worker that dies leaves its job to be claimed again when the
 //! lease ends; a restart finds every job still queued.
 
@@ -222,7 +222,7 @@ impl DerivativeWorkers {
         Ok(Outcome::Ready(self.put_derivatives(event_id, upload_id, derived).await?))
     }
 
-    /// Stores the thumb, the preview and the WebP thumb; what was made, for the row.
+    /// Stores the thumb, the preview, and the thumb in the other formats made; what was made, for the row.
     async fn put_derivatives(
         &self,
         event_id: Uuid,
@@ -231,8 +231,14 @@ impl DerivativeWorkers {
     ) -> anyhow::Result<Made> {
         self.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(derived.thumb.bytes)).await?;
         self.blobs.put(BlobKey::Preview { event_id, upload_id }, Bytes::from(derived.preview.bytes)).await?;
-        self.blobs.put(BlobKey::ThumbWebp { event_id, upload_id }, Bytes::from(derived.thumb_webp.bytes)).await?;
-        Ok(Made { webp: true, placeholder: Some(derived.placeholder), poster: false })
+        let (webp, avif) = (derived.thumb_webp.is_some(), derived.thumb_avif.is_some());
+        if let Some(thumb) = derived.thumb_webp {
+            self.blobs.put(BlobKey::ThumbWebp { event_id, upload_id }, Bytes::from(thumb.bytes)).await?;
+        }
+        if let Some(thumb) = derived.thumb_avif {
+            self.blobs.put(BlobKey::ThumbAvif { event_id, upload_id }, Bytes::from(thumb.bytes)).await?;
+        }
+        Ok(Made { webp, avif, placeholder: Some(derived.placeholder), poster: false })
     }
 
     /// A video: its poster frame from `ffmpeg`, derived like a photo. Without `ffmpeg`, or

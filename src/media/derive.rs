@@ -1,5 +1,7 @@
 //! Derivatives of an original: a `preview` (1600–2048 px on its long edge, never larger than the
-//! original) and a `thumb` (about 400 px), each as a baseline JPEG and as a lossy WebP (`webp`),
+//! original) and a `thumb` (about 400 px), each as a baseline JPEG, the thumb also as a lossy
+//! AVIF (`avif`; WebP, `webp`, is measured but no longer made) — which formats, and why, is
+//! `formats` —
 //! upright, and carrying no metadata at all — they are made from pixels, so nothing of the
 //! original's EXIF (location included), XMP or ICC blocks can reach them. With them, the
 //! `placeholder`: a ThumbHash of the thumb, which the page draws while the thumb loads.
@@ -29,15 +31,19 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 
 use super::probe::ImageFormat;
 
+mod avif;
 mod budget;
 pub mod colour;
+mod formats;
 mod heic;
 mod placeholder;
 mod png_rows;
 mod webp;
 
+pub use avif::AvifSettings;
 pub use budget::MEMORY_BUDGET;
-pub use webp::{PREVIEW_MEASURED, WEBP, WebpChoice, WebpSettings};
+pub use formats::{FORMATS, Formats, PREVIEW_MEASURED, WEBP_THUMB_MEASURED};
+pub use webp::WebpSettings;
 
 /// Long edge of the thumb (the contract allows 320–512).
 pub const THUMB_EDGE: u32 = 400;
@@ -69,10 +75,11 @@ pub struct Encoded {
 pub struct Derivatives {
     pub thumb: Encoded,
     pub preview: Encoded,
-    /// The same pixels as WebP, for the browsers that accept it (the preview only when asked:
-    /// `WEBP` makes none).
-    pub thumb_webp: Encoded,
+    /// The same pixels as AVIF and WebP, for the browsers that accept them, when the formats
+    /// ask for them (`FORMATS`: the thumb as AVIF only).
+    pub thumb_webp: Option<Encoded>,
     pub preview_webp: Option<Encoded>,
+    pub thumb_avif: Option<Encoded>,
     /// The thumb's ThumbHash.
     pub placeholder: Vec<u8>,
 }
@@ -109,9 +116,10 @@ pub struct Timings {
     pub resize: Duration,
     /// Both JPEG encodes.
     pub encode: Duration,
-    /// The WebP encodes, each.
+    /// The WebP and AVIF encodes, each.
     pub webp_thumb: Duration,
     pub webp_preview: Duration,
+    pub avif_thumb: Duration,
     /// The ThumbHash.
     pub placeholder: Duration,
 }
@@ -131,7 +139,7 @@ pub fn derive_streamed(
     orientation: u16,
 ) -> Result<Derivatives, DeriveError> {
     let original = Original { source: &mut source, head };
-    run_within(original, format, orientation, Decode::ShrinkOnLoad, MAX_PIXELS, MEMORY_BUDGET, WEBP)
+    run_within(original, format, orientation, Decode::ShrinkOnLoad, MAX_PIXELS, MEMORY_BUDGET, FORMATS)
         .map(|(derivatives, _)| derivatives)
 }
 
@@ -158,16 +166,16 @@ pub fn derive_timed(
     run(original, format, orientation, decode, MAX_PIXELS)
 }
 
-/// `derive_timed` with other WebP settings than `WEBP` (to choose them: `examples/bench_thumbs.rs`).
+/// `derive_timed` with other formats than `FORMATS` (to choose them: `examples/bench_thumbs.rs`).
 pub fn derive_timed_with(
     original: &[u8],
     format: ImageFormat,
     orientation: u16,
     decode: Decode,
-    webp: WebpChoice,
+    formats: Formats,
 ) -> Result<(Derivatives, Timings), DeriveError> {
     let mut original = original;
-    run_within(Original::whole(&mut original), format, orientation, decode, MAX_PIXELS, MEMORY_BUDGET, webp)
+    run_within(Original::whole(&mut original), format, orientation, decode, MAX_PIXELS, MEMORY_BUDGET, formats)
 }
 
 fn run(
@@ -177,7 +185,7 @@ fn run(
     decode: Decode,
     max_pixels: u64,
 ) -> Result<(Derivatives, Timings), DeriveError> {
-    run_within(Original::whole(&mut original), format, orientation, decode, max_pixels, MEMORY_BUDGET, WEBP)
+    run_within(Original::whole(&mut original), format, orientation, decode, max_pixels, MEMORY_BUDGET, FORMATS)
 }
 
 fn run_within(
@@ -187,7 +195,7 @@ fn run_within(
     decode: Decode,
     max_pixels: u64,
     budget: u64,
-    webp: WebpChoice,
+    formats: Formats,
 ) -> Result<(Derivatives, Timings), DeriveError> {
     let mut timings = Timings::default();
     let started = Instant::now();
@@ -231,15 +239,25 @@ fn run_within(
     let (preview_jpeg, thumb_jpeg) = (encode(&preview, PREVIEW_QUALITY)?, encode(&thumb, THUMB_QUALITY)?);
     timings.encode = started.elapsed();
     let started = Instant::now();
-    let preview_webp = webp.preview.map(|settings| webp::encode(&preview, settings)).transpose()?;
+    let preview_webp = formats.webp_preview.map(|settings| webp::encode(&preview, settings)).transpose()?;
     timings.webp_preview = started.elapsed();
     let started = Instant::now();
-    let thumb_webp = webp::encode(&thumb, webp.thumb)?;
+    let thumb_webp = formats.webp_thumb.map(|settings| webp::encode(&thumb, settings)).transpose()?;
     timings.webp_thumb = started.elapsed();
+    let started = Instant::now();
+    // The AVIF is a lighter extra: a libheif built without an AV1 encoder, or one that fails,
+    // leaves the thumb as JPEG and WebP rather than failing the photo.
+    let thumb_avif = formats.avif_thumb.and_then(|settings| {
+        avif::encode(&thumb, settings)
+            .inspect_err(|e| tracing::warn!(error = %e, "no AVIF thumb; JPEG and WebP are served"))
+            .ok()
+    });
+    timings.avif_thumb = started.elapsed();
     let started = Instant::now();
     let placeholder = placeholder::thumbhash(&thumb)?;
     timings.placeholder = started.elapsed();
-    let derivatives = Derivatives { preview: preview_jpeg, thumb: thumb_jpeg, preview_webp, thumb_webp, placeholder };
+    let derivatives =
+        Derivatives { preview: preview_jpeg, thumb: thumb_jpeg, preview_webp, thumb_webp, thumb_avif, placeholder };
     Ok((derivatives, timings))
 }
 
@@ -256,6 +274,14 @@ struct Pixels {
 impl Pixels {
     fn pixel_type(&self) -> PixelType {
         if self.channels == 1 { PixelType::U8 } else { PixelType::U8x3 }
+    }
+
+    /// The pixels as RGB, for encoders that take only that: gray is copied into three channels.
+    fn rgb(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self.channels {
+            1 => self.buf.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>().into(),
+            _ => self.buf.as_slice().into(),
+        }
     }
 }
 

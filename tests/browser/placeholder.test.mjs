@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { backends, startServer, launchBrowser, makePhotos, onPhone, screenshot, join, guestOf, uploadPhoto, eventually, watchConsole } from './helpers.mjs';
 
 for (const backend of backends()) {
-  test(`the placeholder is drawn before the thumb arrives, then the WebP thumb (${backend})`, { timeout: 90_000 }, async () => {
+  test(`the placeholder is drawn before the thumb arrives, then the AVIF thumb (${backend})`, { timeout: 90_000 }, async () => {
     const browser = await launchBrowser();
     const server = await startServer({ backend, name: 'placeholder' });
     try {
@@ -68,8 +68,8 @@ for (const backend of backends()) {
         }, `[data-testid=gallery] .tile[data-upload-id="${id}"] img`);
         assert.equal(await img.evaluate((el) => getComputedStyle(el).backgroundImage), 'none', 'the placeholder goes once the thumb is there');
         assert.equal(thumbs.length, 1);
-        assert.match(thumbs[0].accept, /image\/webp/, 'Chromium lists WebP for images');
-        assert.equal(thumbs[0].type, 'image/webp');
+        assert.match(thumbs[0].accept, /image\/avif/, 'Chromium lists AVIF for images');
+        assert.equal(thumbs[0].type, 'image/avif');
         assert.equal(thumbs[0].vary, 'Accept');
         await screenshot(page, 'placeholder-thumb-arrived-390x844');
         assert.deepEqual(problems, []);

@@ -16,27 +16,6 @@ pub struct WebpSettings {
     pub method: i32,
 }
 
-/// The settings of both sizes; `preview: None` makes no WebP preview.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct WebpChoice {
-    pub thumb: WebpSettings,
-    pub preview: Option<WebpSettings>,
-}
-
-/// Chosen with `examples/bench_thumbs.rs` on 50 photos (docs/benchmarks.md, "Lighter
-/// galleries"). Thumb: quality 78, the lowest measured whose SSIM (luma, Gaussian 11×11, against a
-/// Lanczos3 downscale of the full decode) is at least the JPEG thumbs' (quality 78), median and
-/// mean — 75% of their bytes; method 4 (libwebp's default) costs about 13 ms a thumb.
-///
-/// No WebP preview: none measured was worth its time. At method 0 (60 ms a 2000×1500 preview on
-/// a busy machine) quality 88 gave 88% of the JPEG's bytes at a lower SSIM (0.985 against
-/// 0.993); the smaller files of method 4 (49% at quality 80) took 380 ms, longer than the rest of
-/// the job. A preview is looked at one at a time; the gallery's 50 thumbs are what weigh.
-pub const WEBP: WebpChoice = WebpChoice { thumb: WebpSettings { quality: 78.0, method: 4 }, preview: None };
-
-/// The WebP preview settings measured (and not taken): `examples/bench_thumbs.rs` shows them.
-pub const PREVIEW_MEASURED: WebpSettings = WebpSettings { quality: 88.0, method: 0 };
-
 /// Encodes upright pixels (gray or RGB) as a lossy WebP file without metadata.
 pub(super) fn encode(p: &Pixels, settings: WebpSettings) -> Result<Encoded, DeriveError> {
     let internal = |what: &str| DeriveError::Internal(format!("WebP encode: {what}"));
@@ -47,14 +26,7 @@ pub(super) fn encode(p: &Pixels, settings: WebpSettings) -> Result<Encoded, Deri
     if width > 16383 || height > 16383 {
         return Err(internal("too large"));
     }
-    let rgb;
-    let rgb = match p.channels {
-        3 => &p.buf,
-        _ => {
-            rgb = p.buf.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>();
-            &rgb
-        }
-    };
+    let rgb = p.rgb();
     if rgb.len() != p.width as usize * p.height as usize * 3 {
         return Err(internal("the pixels do not match the size"));
     }

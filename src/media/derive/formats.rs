@@ -1,0 +1,44 @@
+//! Which formats each derivative is made in beside its JPEG, with the settings measured for
+//! them (`examples/bench_thumbs.rs`, docs/benchmarks.md "Lighter galleries"). The metric
+//! throughout: SSIM on luma (Gaussian 11×11) against a Lanczos3 downscale of the full decode,
+//! median and mean over 50 photos, compared with the JPEG thumbs' (quality 78).
+
+use super::avif::AvifSettings;
+use super::webp::WebpSettings;
+
+/// The formats made beside the JPEGs, and how.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Formats {
+    /// `None`: no WebP thumb.
+    pub webp_thumb: Option<WebpSettings>,
+    /// `None`: no WebP preview.
+    pub webp_preview: Option<WebpSettings>,
+    /// `None`: no AVIF thumb.
+    pub avif_thumb: Option<AvifSettings>,
+}
+
+/// What every upload gets.
+///
+/// * AVIF thumb: libheif quality 60 (aom's quantizer 25), speed 8. The lowest quality whose
+///   SSIM, median and mean, reached the JPEG thumbs' on both photo sets measured: 60.8% of their
+///   bytes on real photographs, 67.1% on a set with textures (grass, gravel, brick), against
+///   70.8% and 75.3% for the WebP thumbs. Speed 6 gives the same SSIM in fewer bytes (56.7% at
+///   quality 58) but takes 70 ms a thumb against 30 ms, which the batch of 12 photos cannot
+///   afford (0.68× `vipsthumbnail`).
+/// * No WebP thumb any more: every current phone browser decodes AVIF, and making both cost the
+///   batch its target (0.54–0.57× `vipsthumbnail` against 0.46–0.53× with AVIF alone). Browsers
+///   that take WebP but not AVIF (Safari 14–15) get the JPEG of new uploads; uploads derived
+///   before keep their WebP (`WEBP_THUMB_MEASURED`).
+/// * No WebP preview: none measured was worth its time. At method 0 (60 ms a 2000×1500 preview
+///   on a busy machine) quality 88 gave 88% of the JPEG's bytes at a lower SSIM (0.985 against
+///   0.993); the smaller files of method 4 (49% at quality 80) took 380 ms, longer than the rest
+///   of the job. A preview is looked at one at a time; the gallery's 50 thumbs are what weigh.
+pub const FORMATS: Formats =
+    Formats { webp_thumb: None, webp_preview: None, avif_thumb: Some(AvifSettings { quality: 60, speed: 8 }) };
+
+/// The WebP thumb's settings until AVIF replaced it: quality 78, method 4 (libwebp's default),
+/// about 11 ms a thumb; `examples/bench_thumbs.rs` still compares them.
+pub const WEBP_THUMB_MEASURED: WebpSettings = WebpSettings { quality: 78.0, method: 4 };
+
+/// The WebP preview settings measured (and not taken): `examples/bench_thumbs.rs` shows them.
+pub const PREVIEW_MEASURED: WebpSettings = WebpSettings { quality: 88.0, method: 0 };
