@@ -211,12 +211,16 @@ export class Lightbox {
   render(u, { from = 0 } = {}) {
     // The control that had the focus keeps it in the new view (or its twin, when it is gone).
     const focused = this.dialog.contains(document.activeElement) ? document.activeElement.dataset?.action : null;
+    // A comment being typed survives a redraw of the same photo (a language change, the organiser
+    // hiding it): only stepping to another photo starts an empty one.
+    const typed = this.dialog.getAttribute('data-upload-id') === u.id ? this.dialog.querySelector('.comment-form input')?.value ?? '' : '';
     const viewer = this.gallery.viewer();
     const mine = this.gallery.isMine(u);
     this.dialog.setAttribute('data-upload-id', u.id);
     this.likeButton = h('button', { type: 'button', class: 'like', 'data-action': 'like', onclick: () => this.toggleLike() });
     this.comments = h('ul', { class: 'comments', 'data-testid': 'comments' });
-    const input = h('input', { name: 'text', type: 'text', maxlength: 1000, required: true, autocomplete: 'off', placeholder: t('comment_placeholder'), 'aria-label': t('comment_placeholder') });
+    const input = h('input', { name: 'text', type: 'text', maxlength: 1000, required: true, autocomplete: 'off', placeholder: t('comment_placeholder'), 'aria-label': t('comment_placeholder'), 'data-action': 'comment' });
+    input.value = typed;
     const form = h('form', { class: 'comment-form', onsubmit: (e) => this.comment(e, input) }, input, h('button', { type: 'submit' }, t('send')));
     const actions = h('div', { class: 'lightbox-actions' });
     if (viewer.guestId) actions.append(this.likeButton);

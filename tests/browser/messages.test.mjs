@@ -83,6 +83,23 @@ for (const [lang, w] of Object.entries(WORDS)) {
     });
   });
 
+  test(`${lang}: a comment being typed survives the page switching language`, { timeout: 60_000 }, async () => {
+    const event = await f.server.createEvent();
+    await onPhone(f.browser, { locale: w.locale }, async (page) => {
+      await ownPhotoOpen(page, event, f.photos[0]);
+      const input = page.locator('dialog.lightbox[open] .comment-form input[name=text]');
+      await input.fill('Wie schön! / How lovely!');
+      const other = lang === 'de' ? 'en' : 'de';
+      const send = page.locator('dialog.lightbox[open] .comment-form button[type=submit]');
+      const before = await send.textContent();
+      // The lightbox redraws itself in the other language (synchronously, within setLang).
+      await page.evaluate(async (next) => (await import('/static/i18n.js')).setLang(next), other);
+      assert.notEqual(await send.textContent(), before, 'the form was drawn again, in the other language');
+      assert.equal(await input.inputValue(), 'Wie schön! / How lovely!', 'what the guest typed is still there');
+      await page.evaluate(async (back) => (await import('/static/i18n.js')).setLang(back), lang);
+    });
+  });
+
   test(`${lang}: a comment the server refuses says why in the page, until dismissed`, { timeout: 60_000 }, async () => {
     const event = await f.server.createEvent();
     await onPhone(f.browser, { locale: w.locale }, async (page) => {
