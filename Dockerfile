@@ -3,9 +3,9 @@
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
-# HEIC derivatives link Debian's libheif.
+# HEIC derivatives link Debian's libheif; libjpeg-turbo's code is built in, its SIMD parts with nasm.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libheif-dev \
+    && apt-get install -y --no-install-recommends libheif-dev nasm \
     && rm -rf /var/lib/apt/lists/*
 # Dependencies first, so a change to Confetti's own code reuses this layer.
 COPY Cargo.toml Cargo.lock ./

@@ -5,7 +5,7 @@
 //! ```text
 //! apt-get install libavif-bin   # avifdec, to score the AVIF thumbs
 //! cargo run --release --example bench_thumbs -- DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif]
-//!     [--thumbs Q,Q,...] [--avif-thumbs Q,Q,... [--avif-speed S]]
+//!     [--thumbs Q,Q,...] [--avif-thumbs Q,Q,... [--avif-speed S] [--avif-rect]]
 //! ```
 //!
 //! * `DIR`: the photos (`*.jpg`, read in name order, the first 50). No photos ship with Confetti;
@@ -23,7 +23,8 @@
 //! * `--thumbs Q,Q,...`: only the thumbs, at those WebP qualities: bytes (all photos and without
 //!   the texture samples), SSIM, and the WebP thumb's encode time; nothing else is reported.
 //! * `--avif-thumbs Q,Q,...`: only the thumbs, as AVIF at those libheif qualities and aom speed
-//!   `--avif-speed` (default 8), as the server encodes them: bytes, SSIM, encode time.
+//!   `--avif-speed` (default: the server's), with aom's rectangular partitions when `--avif-rect`
+//!   (the server goes without), as the server encodes them: bytes, SSIM, encode time.
 //! * `--avif`: `avifenc` (libavif, aom) at speeds 6, 8 and 10 on the reference pixels (PNG), at the
 //!   lowest quantizer step whose thumbs' SSIM is at least the JPEG's: bytes and encode time.
 
@@ -51,7 +52,8 @@ fn main() -> Result<()> {
         false,
     );
     let mut thumbs = Vec::new();
-    let (mut avif_thumbs, mut avif_speed) = (Vec::new(), 8);
+    let served = FORMATS.avif_thumb.context("the server makes an AVIF thumb")?;
+    let (mut avif_thumbs, mut avif_speed, mut avif_rect) = (Vec::new(), served.speed, served.rect_partitions);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--thumb" => choice.webp_thumb = Some(settings(&args.next().context("--thumb Q/M")?)?),
@@ -67,12 +69,13 @@ fn main() -> Result<()> {
                 avif_thumbs = list.split(',').map(str::parse).collect::<Result<Vec<i32>, _>>()?;
             }
             "--avif-speed" => avif_speed = args.next().context("--avif-speed S")?.parse()?,
+            "--avif-rect" => avif_rect = true,
             other if !other.starts_with('-') && dir.is_none() => dir = Some(PathBuf::from(other)),
             other => bail!("unknown argument {other}"),
         }
     }
     let dir =
-        dir.context("usage: bench_thumbs DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif] [--thumbs Q,Q,...] [--avif-thumbs Q,Q,... [--avif-speed S]]")?;
+        dir.context("usage: bench_thumbs DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif] [--thumbs Q,Q,...] [--avif-thumbs Q,Q,... [--avif-speed S] [--avif-rect]]")?;
     let photos = load(&dir)?;
     let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("{} photos from {}; load average {}", photos.len(), dir.display(), loadavg.trim());
@@ -81,7 +84,7 @@ fn main() -> Result<()> {
         return thumb_qualities(&photos, choice, &thumbs);
     }
     if !avif_thumbs.is_empty() {
-        return avif_thumb_qualities(&photos, choice, avif_speed, &avif_thumbs);
+        return avif_thumb_qualities(&photos, choice, avif_speed, avif_rect, &avif_thumbs);
     }
     let runs: Vec<Run> = photos.iter().map(|p| Run::of(p, choice)).collect::<Result<_>>()?;
     report(&runs, choice);
@@ -407,19 +410,23 @@ fn thumb_qualities(photos: &[Photo], choice: Formats, qualities: &[f32]) -> Resu
 /// `--avif-thumbs`: the thumbs only, as the server makes them (libheif, aom, `--avif-speed`), at
 /// the given libheif qualities: bytes against the JPEG thumbs on all photos and without the three
 /// texture samples, SSIM median / mean, how many fall below their JPEG, and the encode time.
-fn avif_thumb_qualities(photos: &[Photo], choice: Formats, speed: i32, qualities: &[i32]) -> Result<()> {
+fn avif_thumb_qualities(photos: &[Photo], choice: Formats, speed: i32, rect: bool, qualities: &[i32]) -> Result<()> {
     let texture = |name: &str| ["brick", "gravel", "grass"].iter().any(|t| name.contains(t));
     println!(
-        "\nAVIF thumbs (libheif, aom speed {speed}): AVIF / JPEG bytes, all and without textures; SSIM median / mean"
+        "\nAVIF thumbs (libheif, aom speed {speed}, rectangular partitions {rect}): AVIF / JPEG bytes, all and without textures; SSIM median / mean"
     );
     println!(
-        "| quality | AVIF / JPEG | without textures | AVIF / WebP | SSIM JPEG | SSIM WebP | SSIM AVIF | below JPEG | AVIF thumb ms median / p90 |"
+        "| quality | 50 thumbs JPEG → AVIF | AVIF / JPEG | without textures | AVIF / WebP | SSIM JPEG | SSIM WebP | SSIM AVIF | below JPEG | AVIF thumb ms median / p90 |"
     );
-    println!("| ---: | ---: | ---: | ---: | --- | --- | --- | ---: | --- |");
+    println!("| ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: | --- |");
     let mut best: Vec<Option<usize>> = vec![None; photos.len()];
     let mut jpeg_of = vec![0usize; photos.len()];
     for &quality in qualities {
-        let choice = Formats { webp_preview: None, avif_thumb: Some(AvifSettings { quality, speed }), ..choice };
+        let choice = Formats {
+            webp_preview: None,
+            avif_thumb: Some(AvifSettings { quality, speed, rect_partitions: rect }),
+            ..choice
+        };
         let (mut jpeg, mut webp, mut avif, mut jpeg_nt, mut avif_nt) = (0usize, 0usize, 0usize, 0usize, 0usize);
         let (mut sj, mut sw, mut sa, mut took) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (i, photo) in photos.iter().enumerate() {
@@ -447,7 +454,7 @@ fn avif_thumb_qualities(photos: &[Photo], choice: Formats, speed: i32, qualities
         took.sort_by(f64::total_cmp);
         let below = sj.iter().zip(&sa).filter(|(j, a)| a < j).count();
         println!(
-            "| {quality} | {:.1}% | {:.1}% | {:.1}% | {} | {} | {} | {below} | {:.1} / {:.1} |",
+            "| {quality} | {jpeg} → {avif} B | {:.1}% | {:.1}% | {:.1}% | {} | {} | {} | {below} | {:.1} / {:.1} |",
             100.0 * avif as f64 / jpeg as f64,
             100.0 * avif_nt as f64 / jpeg_nt.max(1) as f64,
             100.0 * avif as f64 / webp as f64,

@@ -39,6 +39,8 @@ for pkg_file in colord-data:/usr/share/color/icc/colord/AdobeRGB1998.icc \
   [ -e "${pkg_file#*:}" ] || missing+=("${pkg_file%%:*}")
 done
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+# JPEG: libjpeg-turbo's code is built with the server (the mozjpeg crate), its SIMD parts with nasm.
+command -v nasm >/dev/null 2>&1 || missing+=(nasm)
 # HEIC: the server links Debian's libheif; the tests make HEIC files with its heif-enc.
 [ -e /usr/include/libheif/heif.h ] || missing+=(libheif-dev)
 command -v heif-enc >/dev/null 2>&1 || missing+=(libheif-examples)

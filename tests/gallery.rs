@@ -136,7 +136,7 @@ async fn an_undecodable_photo_ends_failed_and_keeps_its_original(backend: Backen
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
-    let photo = images::jpeg_without_huffman_tables(640, 480);
+    let photo = images::jpeg_without_quantization_tables(640, 480);
     let upload = upload_ok(&app, &guest, &photo).await;
     let upload = settled(&app, &guest.token, upload["id"].as_str().expect("id")).await;
     assert_eq!(upload["status"], "failed");

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::fault_proxy::FaultProxy;
-use common::{Backend, Guest, TestApp, all_files, assert_problem, images, upload_form};
+use common::{Backend, Guest, TestApp, all_files, assert_problem, images, settled, upload_form};
 use confetti::jobs::orphans::sweep;
 use futures_util::StreamExt;
 use futures_util::future::join_all;
@@ -497,6 +497,9 @@ async fn the_sweep_deletes_a_temporary_blob_of_a_deleted_upload(backend: Backend
         let photo = images::jpeg(64, 48);
         let upload = json(app.upload(&guest, &photo, Some(Uuid::new_v4())).await).await;
         let id: Uuid = upload["id"].as_str().expect("id").parse().expect("uuid");
+        // Derived first: a derivative job still running at the delete writes its files after
+        // the delete's blob job and removes them when it ends, which would race the count below.
+        assert_eq!(settled(&app, &guest.token, &id.to_string()).await["status"], "ready");
         let deleted = app
             .client
             .delete(app.url(&format!("/api/v1/uploads/{id}")))

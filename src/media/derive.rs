@@ -6,9 +6,10 @@
 //! original's EXIF (location included), XMP or ICC blocks can reach them. With them, the
 //! `placeholder`: a ThumbHash of the thumb, which the page draws while the thumb loads.
 //!
-//! One decode per original. A JPEG is shrunk while it is decoded (`jpeg-decoder`'s DCT-domain
-//! 1/2, 1/4, 1/8 scaling, as libvips does) to the smallest size still at least the preview's
-//! minimum, so a 12 MP photo is never decoded at full size. The preview is resized from that,
+//! One decode per original. A JPEG is shrunk while it is decoded (DCT-domain 1/2, 1/4, 1/8
+//! scaling, as libvips does) to the smallest size still at least the preview's minimum, so a
+//! 12 MP photo is never decoded at full size: ordinary JPEGs by libjpeg-turbo's decoder
+//! (`libjpeg`, which also encodes every JPEG derivative), CMYK and rarer ones by `jpeg-decoder`. The preview is resized from that,
 //! turned upright (after resizing: fewer pixels to move), and the thumb is resized from the
 //! upright preview. A PNG is read row by row and averaged down by an integer factor as it
 //! arrives (`png_rows`), so its full size is never held either. GIF (first frame) and WebP go
@@ -36,9 +37,11 @@ mod budget;
 pub mod colour;
 mod formats;
 mod heic;
+mod libjpeg;
 mod placeholder;
 mod png_rows;
 mod webp;
+mod ycbcr;
 
 pub use avif::AvifSettings;
 pub use budget::MEMORY_BUDGET;
@@ -236,7 +239,8 @@ fn run_within(
     timings.resize = started.elapsed();
 
     let started = Instant::now();
-    let (preview_jpeg, thumb_jpeg) = (encode(&preview, PREVIEW_QUALITY)?, encode(&thumb, THUMB_QUALITY)?);
+    let (preview_jpeg, thumb_jpeg) =
+        (libjpeg::encode(&preview, PREVIEW_QUALITY)?, libjpeg::encode(&thumb, THUMB_QUALITY)?);
     timings.encode = started.elapsed();
     let started = Instant::now();
     let preview_webp = formats.webp_preview.map(|settings| webp::encode(&preview, settings)).transpose()?;
@@ -310,6 +314,20 @@ fn decode_jpeg(
     budget: u64,
 ) -> Result<Decoded, DeriveError> {
     use jpeg_decoder::PixelFormat;
+    let frame = budget::jpeg_frame(original.head).ok_or_else(|| undecodable("no frame header"))?;
+    if libjpeg::takes(&frame) {
+        check_size(frame.width, frame.height, max_pixels)?;
+        let long = frame.width.max(frame.height);
+        let request = min_edge.map_or(long, |edge| edge.min(long));
+        let scale = [1, 2, 4, 8]
+            .into_iter()
+            .find(|&s| libjpeg::scaled(&frame, s).0.max(libjpeg::scaled(&frame, s).1) >= request)
+            .unwrap_or(8);
+        let (width, height) = libjpeg::scaled(&frame, scale);
+        let channels = frame.sampling.len() as u64;
+        budget::check(budget::jpeg_decode_bytes(&frame, width, height, channels), budget)?;
+        return libjpeg::decode(original.source, scale, width, height);
+    }
     let mut decoder = jpeg_decoder::Decoder::new(original.source);
     decoder.read_info().map_err(undecodable)?;
     let info = decoder.info().ok_or_else(|| undecodable("no frame header"))?;
@@ -334,7 +352,6 @@ fn decode_jpeg(
         PixelFormat::RGB24 => 3,
         PixelFormat::CMYK32 => 4 + 3,
     };
-    let frame = budget::jpeg_frame(original.head).ok_or_else(|| undecodable("no frame header"))?;
     budget::check(budget::jpeg_decode_bytes(&frame, width, height, out_bytes_per_pixel), budget)?;
     decoder.set_max_decoding_buffer_size(pixels.saturating_mul(4));
     let raw = decoder.decode().map_err(undecodable)?;
@@ -471,23 +488,6 @@ fn orient(src: Pixels, orientation: u16) -> Pixels {
         }
     }
     Pixels { buf, width: dw as u32, height: dh as u32, channels: n }
-}
-
-/// Baseline interleaved JPEG, averaged 4:2:0 chroma, no APP segment but the encoder's JFIF
-/// header. Not `set_optimized_huffman_tables`: with it the encoder writes one scan per
-/// component, which saved only 2% on a photo, took longer, and which `zune-jpeg` 0.5 (the
-/// `image` crate's decoder) decodes to wrong colours — the plainest file decodes everywhere.
-fn encode(p: &Pixels, quality: u8) -> Result<Encoded, DeriveError> {
-    let internal = |e: &dyn std::fmt::Display| DeriveError::Internal(format!("encode: {e}"));
-    let (Ok(width), Ok(height)) = (u16::try_from(p.width), u16::try_from(p.height)) else {
-        return Err(DeriveError::Internal(format!("encode: {}×{} is too large for JPEG", p.width, p.height)));
-    };
-    let color = if p.channels == 1 { jpeg_encoder::ColorType::Luma } else { jpeg_encoder::ColorType::Rgb };
-    let mut bytes = Vec::with_capacity(p.buf.len() / 8);
-    let mut encoder = jpeg_encoder::Encoder::new(&mut bytes, quality);
-    encoder.set_chroma_subsampling_method(jpeg_encoder::ChromaSubsamplingMethod::Average);
-    encoder.encode(&p.buf, width, height, color).map_err(|e| internal(&e))?;
-    Ok(Encoded { bytes, width: p.width, height: p.height })
 }
 
 #[cfg(test)]

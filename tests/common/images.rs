@@ -124,9 +124,10 @@ pub fn jpeg_with_gps(w: u32, h: u32) -> Vec<u8> {
     with_exif(&plain, &tiff)
 }
 
-/// A JPEG whose header and structure look right but whose Huffman tables were removed:
-/// it passes the upload checks and cannot be decoded.
-pub fn jpeg_without_huffman_tables(w: u32, h: u32) -> Vec<u8> {
+/// A JPEG whose header and structure look right but whose quantization tables were removed:
+/// it passes the upload checks and cannot be decoded. (Without its Huffman tables it could:
+/// libjpeg-turbo then uses the standard ones, as Motion-JPEG files expect.)
+pub fn jpeg_without_quantization_tables(w: u32, h: u32) -> Vec<u8> {
     let plain = jpeg(w, h);
     let mut out = plain[..2].to_vec();
     let mut i = 2;
@@ -136,7 +137,7 @@ pub fn jpeg_without_huffman_tables(w: u32, h: u32) -> Vec<u8> {
             break;
         }
         let len = u16::from_be_bytes([plain[i + 2], plain[i + 3]]) as usize;
-        if marker != 0xC4 {
+        if marker != 0xDB {
             out.extend_from_slice(&plain[i..i + 2 + len]);
         }
         i += 2 + len;

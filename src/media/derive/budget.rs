@@ -4,7 +4,8 @@
 //!
 //! The figures follow the decoders as they are: `jpeg-decoder` keeps a progressive JPEG's
 //! whole coefficient buffer (64 × i16 per 8×8 block of every component, padded to whole
-//! MCUs) and one plane per component at the output scale; `image`'s GIF decoder draws the
+//! MCUs) and one plane per component at the output scale; libjpeg-turbo (`libjpeg`) keeps the
+//! same coefficients but only strips of the planes, so the same estimate bounds it from above; `image`'s GIF decoder draws the
 //! first frame on an RGBA canvas the size of the logical screen; its WebP decoder fills an
 //! RGB(A) buffer and keeps a frame of its own while doing it.
 
@@ -31,6 +32,10 @@ pub fn check(needed: u64, budget: u64) -> Result<(), DeriveError> {
 /// A JPEG's frame header: what the decoder's buffers depend on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JpegFrame {
+    /// The SOFn marker's second byte (0xC0 baseline … 0xCF).
+    pub marker: u8,
+    /// Bits per sample.
+    pub precision: u8,
     pub progressive: bool,
     pub width: u32,
     pub height: u32,
@@ -64,6 +69,8 @@ pub fn jpeg_frame(bytes: &[u8]) -> Option<JpegFrame> {
                 return None;
             }
             return Some(JpegFrame {
+                marker,
+                precision: *segment.first()?,
                 progressive: matches!(marker, 0xC2 | 0xC6 | 0xCA | 0xCE),
                 height: u32::from(u16::from_be_bytes([segment[1], segment[2]])),
                 width: u32::from(u16::from_be_bytes([segment[3], segment[4]])),
@@ -109,8 +116,14 @@ mod tests {
 
     #[test]
     fn a_progressive_100_megapixel_jpeg_needs_its_coefficients() {
-        let frame =
-            JpegFrame { progressive: true, width: 10000, height: 10000, sampling: vec![(2, 2), (1, 1), (1, 1)] };
+        let frame = JpegFrame {
+            marker: 0xC2,
+            precision: 8,
+            progressive: true,
+            width: 10000,
+            height: 10000,
+            sampling: vec![(2, 2), (1, 1), (1, 1)],
+        };
         let needed = jpeg_decode_bytes(&frame, 2500, 2500, 3);
         // 1250² luma blocks and 625² per chroma component, 128 bytes each, then the planes
         // at a quarter of the size and the RGB output.
