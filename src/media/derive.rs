@@ -9,9 +9,9 @@
 //! One decode per original. A JPEG is shrunk while it is decoded (DCT-domain 1/2, 1/4, 1/8
 //! scaling, as libvips does) to the smallest size still at least the preview's minimum, so a
 //! 12 MP photo is never decoded at full size: ordinary JPEGs by libjpeg-turbo's decoder
-//! (`libjpeg`, which also encodes every JPEG derivative), CMYK and rarer ones by `jpeg-decoder`. The preview is resized from that,
-//! turned upright (after resizing: fewer pixels to move), and the thumb is resized from the
-//! upright preview. A PNG is read row by row and averaged down by an integer factor as it
+//! (`libjpeg`, which also encodes every JPEG derivative), CMYK and rarer ones by
+//! `jpeg-decoder`. The preview is resized from that, turned upright (after resizing: fewer
+//! pixels to move), and the thumb is resized from the upright preview. A PNG is read row by row and averaged down by an integer factor as it
 //! arrives (`png_rows`), so its full size is never held either. GIF (first frame) and WebP go
 //! through the `image` crate, HEIC through libheif (`heic`), at full size (HEVC has no
 //! shrink-on-load). Transparency is flattened onto white. The decoded pixels are
@@ -319,10 +319,7 @@ fn decode_jpeg(
         check_size(frame.width, frame.height, max_pixels)?;
         let long = frame.width.max(frame.height);
         let request = min_edge.map_or(long, |edge| edge.min(long));
-        let scale = [1, 2, 4, 8]
-            .into_iter()
-            .find(|&s| libjpeg::scaled(&frame, s).0.max(libjpeg::scaled(&frame, s).1) >= request)
-            .unwrap_or(8);
+        let scale = libjpeg::scale_for(&frame, request);
         let (width, height) = libjpeg::scaled(&frame, scale);
         let channels = frame.sampling.len() as u64;
         budget::check(budget::jpeg_decode_bytes(&frame, width, height, channels), budget)?;

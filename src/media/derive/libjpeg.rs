@@ -78,6 +78,17 @@ pub(super) fn encode(p: &Pixels, quality: u8) -> Result<Encoded, DeriveError> {
     .map_err(|e| internal(&e))
 }
 
+/// The smallest scale (1, 2, 4 or 8 eighths) whose long edge is at least `request`.
+pub(super) fn scale_for(frame: &JpegFrame, request: u32) -> u8 {
+    [1, 2, 4, 8]
+        .into_iter()
+        .find(|&s| {
+            let (width, height) = scaled(frame, s);
+            width.max(height) >= request
+        })
+        .unwrap_or(8)
+}
+
 /// The output size at `scale`/8, as libjpeg rounds it.
 pub(super) fn scaled(frame: &JpegFrame, scale: u8) -> (u32, u32) {
     let by = |edge: u32| (u64::from(edge) * u64::from(scale)).div_ceil(8) as u32;
