@@ -79,7 +79,11 @@ for (const backend of backends()) {
       assert.equal(await welcome.textContent(), WELCOME, 'the text as typed, markup included');
       assert.equal(await page.locator('[data-testid=welcome-text] b').count(), 0, 'never HTML');
       assert.match(await welcome.innerText(), /da seid!\nBitte/, 'the line break shows');
-      await page.waitForFunction(() => document.querySelector('img[data-testid=cover]')?.naturalWidth > 0, null, { timeout: 15_000 });
+      // Shown once its load event has run (the size is known a moment earlier).
+      await page.waitForFunction(() => {
+        const img = document.querySelector('img[data-testid=cover]');
+        return img?.naturalWidth > 0 && !img.hidden;
+      }, null, { timeout: 15_000 });
       const cover = await page.locator('img[data-testid=cover]').boundingBox();
       assert.equal(Math.round(cover.width), 390, 'the cover spans the phone');
       assert.ok(cover.height >= 120 && cover.height <= 300, `a modest band (${cover.height}px)`);
