@@ -13,12 +13,18 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail, ensure};
-use confetti::jobs::poster::Ffmpeg;
+use confetti::jobs::poster::{Ffmpeg, Video};
 use confetti::media::ImageFormat;
 use confetti::media::derive::derive;
+use confetti::sandbox::MediaWorkers;
+
+#[path = "support/mod.rs"]
+mod support;
+use support::in_process;
 
 fn median(mut values: Vec<Duration>) -> Duration {
     values.sort();
@@ -64,13 +70,16 @@ async fn main() -> Result<()> {
     };
     let bytes = std::fs::metadata(&clip)?.len();
     println!("clip: {} ({:.1} MB)", clip.display(), bytes as f64 / 1e6);
-    let ffmpeg = Ffmpeg::check(Path::new("ffmpeg"), dir.path().to_owned()).await;
+    let workers = MediaWorkers::new(in_process::confetti_binary()?, 1);
+    workers.fill();
+    let ffmpeg = Ffmpeg::check(Path::new("ffmpeg"), dir.path().to_owned(), Arc::clone(&workers)).await;
     ensure!(ffmpeg.available(), "ffmpeg is not installed");
 
     let (mut frames, mut derives, mut totals) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         let started = Instant::now();
-        let Some(png) = ffmpeg.poster_of_file(&clip, "video/mp4", Some(60_000)).await else { bail!("no frame") };
+        let video = Video { content_type: "video/mp4", duration_ms: Some(60_000), pixels: 1920 * 1080 };
+        let Some(png) = ffmpeg.poster_of_file(&clip, video).await? else { bail!("no frame") };
         let frame = started.elapsed();
         let png_bytes = png.len();
         let derived = tokio::task::spawn_blocking(move || derive(&png, ImageFormat::Png, 1)).await??;

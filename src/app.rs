@@ -25,6 +25,7 @@ use crate::jobs::instances::Instance;
 use crate::jobs::poster::Ffmpeg;
 use crate::live::LiveHub;
 use crate::resumable::Resumable;
+use crate::sandbox::MediaWorkers;
 use crate::throttle::Throttle;
 
 pub use crate::http::AppState;
@@ -53,7 +54,11 @@ impl AppState {
         let derivatives = Arc::new(DerivativeQueue::new(settings.derivative_lease));
         let instance = Instance::register(db.clone(), blobs.clone()).await?;
         let blob_jobs = BlobJobs::new(db.clone(), blobs.clone(), instance.id, instance.stopping());
-        let ffmpeg = Arc::new(Ffmpeg::check(&settings.ffmpeg, settings.data_dir.join("poster-tmp")).await);
+        // One waiting media worker per derivative worker: a job never waits for a process start.
+        let media = MediaWorkers::new(settings.media_worker.clone(), derivative_workers);
+        media.fill();
+        let ffmpeg =
+            Arc::new(Ffmpeg::check(&settings.ffmpeg, settings.data_dir.join("poster-tmp"), Arc::clone(&media)).await);
         let ingest = Arc::new(Ingest::new(
             db.clone(),
             blobs.clone(),
@@ -91,6 +96,7 @@ impl AppState {
             idempotency_metrics: Arc::default(),
             instance,
             ffmpeg,
+            media,
         })
     }
 }
@@ -101,7 +107,7 @@ impl AppState {
         DerivativeWorkers {
             db: self.db.clone(),
             blobs: self.blobs.clone(),
-            blocking: self.blocking.clone(),
+            media: Arc::clone(&self.media),
             queue: Arc::clone(&self.derivatives),
             live: Arc::clone(&self.live),
             blob_jobs: self.blob_jobs.clone(),

@@ -43,6 +43,8 @@ pub mod media;
 pub mod private_files;
 /// Resumable uploads: a file sent in pieces, stored by `ingest` once whole.
 pub mod resumable;
+/// Media worker processes: guests' bytes meet C code only there, confined and bounded.
+pub mod sandbox;
 /// The runtime settings, a plain struct with defaults, apart from the command line.
 pub mod settings;
 /// Throttling of organiser logins and joins with a wrong token, per client and event.

@@ -38,6 +38,13 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8080")]
         addr: String,
     },
+    /// A confined media worker, started by the server itself (not for use by hand).
+    #[command(hide = true)]
+    MediaWorker {
+        /// The server's process id: a worker whose parent is another process exits.
+        #[arg(long)]
+        server: u32,
+    },
 }
 
 #[derive(Subcommand)]
@@ -61,13 +68,22 @@ enum EventCommand {
     },
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    let command = Cli::parse().command;
+    // A media worker confines itself while it has one thread and no descriptors but its
+    // pipes: before any runtime, log writer or allocator setting.
+    if let Command::MediaWorker { server } = command {
+        confetti::sandbox::worker_main(server);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")))
         .init();
     confetti::allocator::return_large_buffers_to_the_os();
-    match Cli::parse().command {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(command))
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Serve(args) => serve(*args).await,
         Command::Event {
             command: EventCommand::Create { site, name, password, guest_quota_bytes, storage_cap_bytes },
@@ -88,6 +104,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Healthcheck { addr } => confetti::healthcheck::check(&addr).await,
+        Command::MediaWorker { .. } => anyhow::bail!("a media worker is started by the server"),
         Command::Migrate(site) => {
             let db = db::Db::connect(site.database_url.as_deref(), &site.data_dir).await?;
             println!("{} schema is up to date", db.backend());

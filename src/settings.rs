@@ -46,6 +46,8 @@ pub struct Settings {
     pub resumable_expiry_s: u64,
     /// The `ffmpeg` program that makes video posters; checked when the instance starts.
     pub ffmpeg: PathBuf,
+    /// The program started as a media worker (`confetti media-worker`): this binary.
+    pub media_worker: PathBuf,
     pub guest_quota_bytes: i64,
     pub idempotency_lease_s: u64,
     pub idempotency_retention_s: u64,
@@ -89,6 +91,7 @@ impl Settings {
             max_video_seconds: MAX_VIDEO_SECONDS,
             resumable_expiry_s: RESUMABLE_EXPIRY_S,
             ffmpeg: PathBuf::from(FFMPEG),
+            media_worker: PathBuf::from("/proc/self/exe"),
             guest_quota_bytes: GUEST_QUOTA_BYTES,
             idempotency_lease_s: IDEMPOTENCY_LEASE_S,
             idempotency_retention_s: IDEMPOTENCY_RETENTION_S,

@@ -142,6 +142,7 @@ const UPLOAD_KEYS: &[&str] = &[
     "comments",
     "urls",
     "placeholder",
+    "failure",
 ];
 
 /// The node a local `$ref` (`#/a/b`) points to.

@@ -25,8 +25,13 @@ impl InProcess {
         let data = tempfile::tempdir()?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
-        let settings =
-            Settings { database_url, guest_quota_bytes, min_free_bytes: 0, ..Settings::new(data.path(), &base) };
+        let settings = Settings {
+            database_url,
+            guest_quota_bytes,
+            min_free_bytes: 0,
+            media_worker: confetti_binary()?,
+            ..Settings::new(data.path(), &base)
+        };
         let state = AppState::open(settings, ADMIN_TOKEN.into()).await?;
         let db = state.db.clone();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -59,4 +64,15 @@ pub async fn on_each_backend(mut run: impl AsyncFnMut(&'static str, Option<Strin
     let outcome = run("postgres", Some(format!("{base}/{name}"))).await;
     sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&admin).await?;
     outcome
+}
+
+/// The `confetti` binary built beside this example (`target/<profile>/examples/<name>`): an
+/// example is no media worker, the server's binary is.
+pub fn confetti_binary() -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let profile =
+        exe.parent().and_then(|examples| examples.parent()).ok_or_else(|| anyhow::anyhow!("no target dir"))?;
+    let binary = profile.join("confetti");
+    anyhow::ensure!(binary.is_file(), "{} is missing: build it first (cargo build --release)", binary.display());
+    Ok(binary)
 }

@@ -26,6 +26,8 @@ pub struct Made {
     pub avif: bool,
     /// The thumb's ThumbHash.
     pub placeholder: Option<Vec<u8>>,
+    /// Why processing failed, when it did.
+    pub failure: Option<String>,
     /// For a video: a frame became its thumb and preview.
     pub poster: bool,
 }
@@ -75,7 +77,7 @@ impl Tx {
         }
         on_tx!(self, tx => sqlx::query_as(
             "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN $2 ELSE status END,
-                                webp_thumb = $3, avif_thumb = $6, placeholder = $4, poster = $5
+                                webp_thumb = $3, avif_thumb = $6, placeholder = $4, poster = $5, failure = $7
              WHERE id = $1
              RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
         )
@@ -85,14 +87,19 @@ impl Tx {
         .bind(made.placeholder.as_deref())
         .bind(made.poster)
         .bind(made.avif)
+        .bind(made.failure.as_deref())
         .fetch_optional(&mut **tx)
         .await)
     }
 }
 
 impl Db {
-    /// Claims the oldest due job, if any, until `lease_until`. On PostgreSQL, rows another
-    /// instance is claiming right now are skipped, not waited for.
+    /// Claims a due job, if any, until `lease_until`: the oldest of a guest who has no job in
+    /// progress, and only when every waiting guest has one, the oldest of all. One guest's
+    /// slow files (a burst of huge photos, a file that runs into its limits) then hold at most
+    /// one worker while other guests' photos go by. A job given back after a failure waits
+    /// behind the first attempts of others. On PostgreSQL, rows another instance is claiming
+    /// right now are skipped, not waited for.
     pub async fn claim_derivative_job(
         &self,
         (by, lease_until): (Uuid, DateTime<Utc>),
@@ -100,13 +107,19 @@ impl Db {
         let claim = Uuid::new_v4();
         let now = Utc::now();
         // SQLite has no row locks and needs none: one statement is one atomic write, and there
-        // is one writer at a time.
+        // is one writer at a time. A claimed job's `run_after` is its lease's end, in the future.
         macro_rules! claim {
             ($pool:expr, $lock:literal) => {
                 sqlx::query_as(concat!(
                     "UPDATE derivative_jobs SET claim = $1, claimed_by = $4, run_after = $2, attempts = attempts + 1
-                     WHERE upload_id = (SELECT upload_id FROM derivative_jobs WHERE run_after <= $3
-                                        ORDER BY run_after LIMIT 1 ",
+                     WHERE upload_id = (
+                         SELECT j.upload_id FROM derivative_jobs j JOIN uploads u ON u.id = j.upload_id
+                         WHERE j.run_after <= $3
+                         ORDER BY EXISTS (SELECT 1 FROM derivative_jobs busy JOIN uploads bu ON bu.id = busy.upload_id
+                                          WHERE busy.claim IS NOT NULL AND busy.run_after > $3
+                                            AND bu.guest_id = u.guest_id),
+                                  j.attempts > 0, j.run_after
+                         LIMIT 1 ",
                     $lock,
                     ") RETURNING upload_id, attempts"
                 ))
@@ -120,7 +133,7 @@ impl Db {
         }
         let row: Option<(Uuid, i32)> = match self {
             Db::Sqlite(pool) => claim!(pool, ""),
-            Db::Postgres(pool) => claim!(pool, "FOR UPDATE SKIP LOCKED"),
+            Db::Postgres(pool) => claim!(pool, "FOR UPDATE OF j SKIP LOCKED"),
         };
         Ok(row.map(|(upload_id, attempts)| ClaimedJob { upload_id, attempts, claim }))
     }

@@ -52,6 +52,8 @@ pub struct UploadRow {
     pub duration_ms: Option<i64>,
     /// Whether a video's poster (its thumb and preview) was made.
     pub poster: bool,
+    /// Why its processing failed, when it did.
+    pub failure: Option<String>,
 }
 
 impl UploadRow {
@@ -130,7 +132,7 @@ macro_rules! upload_select {
                     u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
                     u.height, u.taken_at, u.created_at, u.status, u.hidden, u.deleted_at, u.review,
                     e.gallery AS event_gallery, e.gallery_opens_at AS event_gallery_opens_at,
-                    u.webp_thumb, u.avif_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, ",
+                    u.webp_thumb, u.avif_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, u.failure, ",
             $counts,
             " FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "
         )

@@ -38,4 +38,6 @@ pub struct AppState {
     pub instance: Instance,
     /// `ffmpeg`, for videos' posters, as found at start.
     pub ffmpeg: Arc<crate::jobs::poster::Ffmpeg>,
+    /// The confined processes that decode guests' photos and run `ffmpeg`.
+    pub media: Arc<crate::sandbox::MediaWorkers>,
 }

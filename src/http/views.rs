@@ -224,6 +224,10 @@ pub struct UploadJson {
     /// `failed`, and for photos whose derivatives were made before placeholders existed.
     #[schema(required = true, format = Byte, min_length = 8, max_length = 88, examples("3OcRJYB4d3h/iIeHeEh3eIhw+j2w"))]
     pub placeholder: Option<String>,
+    /// Why processing `failed`, in the server's words (the file could not be decoded, or its decoder crashed or ran
+    /// out of its memory or time twice); null otherwise.
+    #[schema(required = true, max_length = 500, examples("the decoder crashed on this file (signal 11)"))]
+    pub failure: Option<String>,
 }
 
 /// `status`: the processing states, and `hidden` over them.
@@ -287,6 +291,7 @@ impl UploadJson {
                 thumb: ready.then(|| format!("/api/v1/uploads/{}/thumb", row.id)),
             },
             placeholder: row.placeholder.as_deref().filter(|_| ready).map(|hash| STANDARD.encode(hash)),
+            failure: row.failure.clone().filter(|_| row.status == UploadStatus::Failed),
         }
     }
 }

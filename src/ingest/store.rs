@@ -230,5 +230,6 @@ fn written_row(guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
         kind: new.kind,
         duration_ms: new.duration_ms,
         poster: false,
+        failure: None,
     }
 }

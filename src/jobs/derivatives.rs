@@ -2,12 +2,15 @@
 //!
 //! Jobs live in the database (`derivative_jobs`), queued in the upload's own transaction.
 //! A worker claims one under a lease (on PostgreSQL with `FOR UPDATE SKIP LOCKED`, so the
-//! instances sharing a database share the work and never make a derivative twice), decodes on
-//! the low-priority background threads, stores both JPEGs and the thumb's AVIF, and ends the job in the
-//! same transaction that sets the upload's status, its formats and its placeholder. A worker that dies leaves its job to be claimed again when the
-//! lease ends; a restart finds every job still queued.
+//! instances sharing a database share the work and never make a derivative twice), has it
+//! decoded in a confined media worker process (`sandbox`), stores both JPEGs and the thumb's
+//! AVIF, and ends the job in the same transaction that sets the upload's status, its formats
+//! and its placeholder. A media worker that crashes or runs out of its memory or time costs
+//! the job one attempt; after `MAX_WORKER_ATTEMPTS` the upload is failed with the reason.
+//! An instance that dies leaves its job to be claimed again when the lease ends; a restart
+//! finds every job still queued.
 
-use std::io::{BufReader, Cursor, Read, Seek, SeekFrom};
+use std::io::SeekFrom;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -16,13 +19,13 @@ use bytes::Bytes;
 use chrono::Utc;
 use futures_util::TryStreamExt;
 use object_store::GetResultPayload;
+use tokio::io::{AsyncRead, AsyncSeekExt};
 use tokio::sync::Notify;
-use tokio_util::io::{StreamReader, SyncIoBridge};
+use tokio_util::io::StreamReader;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::blobs::{BlobKey, BlobStore};
-use crate::blocking::Blocking;
 use crate::db::Db;
 use crate::db::blob_jobs::BlobJobKind;
 use crate::db::derivatives::{ClaimedJob, Made};
@@ -30,10 +33,11 @@ use crate::db::live::LiveKind;
 use crate::db::uploads::UploadRow;
 use crate::domain::{MediaKind, UploadStatus};
 use crate::jobs::blob_jobs::BlobJobs;
-use crate::jobs::poster::Ffmpeg;
+use crate::jobs::poster::{Ffmpeg, Video};
 use crate::live::LiveHub;
-use crate::media::probe::HEAD_BYTES;
-use crate::media::{self, ImageFormat, ProbeError};
+use crate::media;
+use crate::sandbox::limits::Limits;
+use crate::sandbox::{MediaWorkers, WorkerFailure};
 
 /// How often an idle worker looks for jobs queued by another instance (its own instance
 /// wakes it at once).
@@ -43,8 +47,12 @@ const POLL: Duration = Duration::from_secs(2);
 /// keeps dying (a photo that exhausts memory) ends as failed instead of killing every instance.
 const MAX_ATTEMPTS: i32 = 10;
 const MAX_BACKOFF: Duration = Duration::from_secs(10 * 60);
-/// The decoders' reads of a streamed original go through a buffer of this size.
-const READ_BUFFER: usize = 64 * 1024;
+/// Attempts of a job whose media worker died or ran out of its limits: a second try covers a
+/// worker killed from outside; the same file failing twice is the file.
+const MAX_WORKER_ATTEMPTS: i32 = 2;
+/// A job whose worker died waits this long before its second attempt (other guests' photos
+/// go first meanwhile).
+const WORKER_RETRY: Duration = Duration::from_secs(5);
 
 /// The workers' shared state: a wake-up for new jobs and what they did, for `/metrics`.
 #[derive(Debug)]
@@ -89,7 +97,8 @@ enum Outcome {
 pub struct DerivativeWorkers {
     pub db: Db,
     pub blobs: BlobStore,
-    pub blocking: Blocking,
+    /// Where every decode and encode of a guest's bytes runs.
+    pub media: Arc<MediaWorkers>,
     pub queue: Arc<DerivativeQueue>,
     pub live: Arc<LiveHub>,
     pub blob_jobs: BlobJobs,
@@ -155,7 +164,19 @@ impl DerivativeWorkers {
         };
         let outcome = match made {
             Ok(outcome) => outcome,
-            Err(e) if job.attempts < MAX_ATTEMPTS => {
+            Err(Failure::Worker(reason)) if job.attempts < MAX_WORKER_ATTEMPTS => {
+                tracing::warn!(
+                    reason,
+                    retry_in_s = WORKER_RETRY.as_secs(),
+                    "the media worker gave no answer; will retry"
+                );
+                if let Err(e) = self.db.retry_derivative_job(&job, Utc::now() + WORKER_RETRY, &reason).await {
+                    tracing::warn!(error = %e, "could not give the job back; its lease will end");
+                }
+                return;
+            }
+            Err(Failure::Worker(reason)) => Outcome::Undecodable(reason),
+            Err(Failure::Passing(e)) if job.attempts < MAX_ATTEMPTS => {
                 let backoff = Duration::from_secs(5 << job.attempts.clamp(0, 10)).min(MAX_BACKOFF);
                 tracing::warn!(error = %e, retry_in_s = backoff.as_secs(), "derivatives failed; will retry");
                 if let Err(e) = self.db.retry_derivative_job(&job, Utc::now() + backoff, &format!("{e:#}")).await {
@@ -163,7 +184,7 @@ impl DerivativeWorkers {
                 }
                 return;
             }
-            Err(e) => Outcome::Undecodable(format!("gave up after {} attempts: {e:#}", job.attempts)),
+            Err(Failure::Passing(e)) => Outcome::Undecodable(format!("gave up after {} attempts: {e:#}", job.attempts)),
         };
         if let Err(e) = self.finish(&job, &outcome).await {
             tracing::warn!(error = %e, "could not finish a derivative job; its lease will end");
@@ -184,8 +205,8 @@ impl DerivativeWorkers {
         }
     }
 
-    /// Reads the original, derives on the media pool, stores the derivatives in both formats.
-    async fn make(&self, job: &ClaimedJob) -> anyhow::Result<Outcome> {
+    /// Reads the original and has its derivatives made in a media worker; stores them.
+    async fn make(&self, job: &ClaimedJob) -> Result<Outcome, Failure> {
         let Some(row) = self.db.upload_by_id(job.upload_id, None).await? else {
             return Ok(Outcome::Gone);
         };
@@ -198,28 +219,20 @@ impl DerivativeWorkers {
         }
         let original = self.blobs.get_original(event_id, upload_id, None).await?;
         let len = original.meta.size;
-        let reader: Box<dyn Read + Send> = match original.payload {
-            // A local store hands over the open file: the decoder reads it directly (8 KiB
-            // chunks through the runtime cost a thread hop each).
-            GetResultPayload::File(mut file, _) => {
-                file.seek(SeekFrom::Start(original.range.start))?;
+        let reader: Box<dyn AsyncRead + Send + Unpin> = match original.payload {
+            GetResultPayload::File(file, _) => {
+                let mut file = tokio::fs::File::from_std(file);
+                file.seek(SeekFrom::Start(original.range.start)).await?;
                 Box::new(file)
             }
-            // Otherwise the decoder reads the stream as it arrives: a blocking reader, fed by
-            // this runtime while the background thread decodes.
-            GetResultPayload::Stream(stream) => Box::new(SyncIoBridge::new_with_handle(
-                StreamReader::new(stream.map_err(std::io::Error::other)),
-                tokio::runtime::Handle::current(),
-            )),
+            GetResultPayload::Stream(stream) => Box::new(StreamReader::new(stream.map_err(std::io::Error::other))),
         };
         self.queue.started.fetch_add(1, Relaxed);
-        let max_pixels = self.max_image_pixels;
-        let derived = self.blocking.background(move || derive(reader, len, max_pixels)).await?;
-        let derived = match derived {
-            Ok(derived) => derived,
-            Err(reason) => return Ok(Outcome::Undecodable(reason)),
-        };
-        Ok(Outcome::Ready(self.put_derivatives(event_id, upload_id, derived).await?))
+        let limits = Limits::photo(pixels(&row));
+        match self.media.derive(reader, len, self.max_image_pixels, limits).await? {
+            Ok(derived) => Ok(Outcome::Ready(self.put_derivatives(event_id, upload_id, derived).await?)),
+            Err(reason) => Ok(Outcome::Undecodable(reason)),
+        }
     }
 
     /// Stores the thumb, the preview, and the thumb in the other formats made; what was made, for the row.
@@ -238,12 +251,12 @@ impl DerivativeWorkers {
         if let Some(thumb) = derived.thumb_avif {
             self.blobs.put(BlobKey::ThumbAvif { event_id, upload_id }, Bytes::from(thumb.bytes)).await?;
         }
-        Ok(Made { webp, avif, placeholder: Some(derived.placeholder), poster: false })
+        Ok(Made { webp, avif, placeholder: Some(derived.placeholder), poster: false, failure: None })
     }
 
     /// A video: its poster frame from `ffmpeg`, derived like a photo. Without `ffmpeg`, or
     /// when it cannot read a frame, the video is ready without a poster.
-    async fn poster(&self, row: &UploadRow) -> anyhow::Result<Outcome> {
+    async fn poster(&self, row: &UploadRow) -> Result<Outcome, Failure> {
         let (event_id, upload_id) = (row.event_id, row.id);
         if !self.ffmpeg.available() {
             return Ok(Outcome::Ready(Made::default()));
@@ -251,13 +264,12 @@ impl DerivativeWorkers {
         let original = self.blobs.get_original(event_id, upload_id, None).await?;
         self.queue.started.fetch_add(1, Relaxed);
         let started = std::time::Instant::now();
-        let Some(png) = self.ffmpeg.poster(original, &row.content_type, row.duration_ms, self.max_video_bytes).await?
-        else {
+        let video = Video { content_type: &row.content_type, duration_ms: row.duration_ms, pixels: pixels(row) };
+        let Some(png) = self.ffmpeg.poster(original, video, self.max_video_bytes).await? else {
             return Ok(Outcome::Ready(Made::default()));
         };
         let frame_ms = started.elapsed().as_millis();
-        let derived = self.blocking.background(move || media::derive::derive(&png, ImageFormat::Png, 1)).await?;
-        let derived = match derived {
+        let derived = match self.media.derive_png(&png, Limits::photo(media::derive::MAX_POSTER_PIXELS)).await? {
             Ok(derived) => derived,
             Err(e) => {
                 tracing::warn!(error = %e, "the poster frame could not be derived; the video has no poster");
@@ -277,9 +289,14 @@ impl DerivativeWorkers {
             Outcome::Gone => UploadStatus::Processing,
         };
         let mut tx = self.db.begin().await?;
+        let failed;
         let made = match outcome {
             Outcome::Ready(made) => made,
-            Outcome::Undecodable(_) | Outcome::Gone => &Made::default(),
+            Outcome::Undecodable(reason) => {
+                failed = Made { failure: Some(reason.chars().take(500).collect()), ..Made::default() };
+                &failed
+            }
+            Outcome::Gone => &Made::default(),
         };
         let Some(upload) = tx.finish_derivative_job(job, status, made).await? else {
             tx.rollback().await?;
@@ -327,22 +344,35 @@ impl DerivativeWorkers {
     }
 }
 
-/// Probes the original's head again (the orientation is not stored), then derives from the
-/// head and the rest of `original` as it arrives; `Err` is why it cannot be decoded. The read
-/// fails (and the job is retried) when storage fails mid-way: `Err` only for the photo itself.
-fn derive(mut original: impl Read, len: u64, max_pixels: u64) -> Result<media::derive::Derivatives, String> {
-    let mut head = Vec::with_capacity(HEAD_BYTES);
-    let mut want = HEAD_BYTES;
-    let probe = loop {
-        let missing = want.saturating_sub(head.len()) as u64;
-        (&mut original).take(missing).read_to_end(&mut head).map_err(|e| format!("reading the original: {e}"))?;
-        match media::probe::probe_accepted(&head, len, max_pixels) {
-            // Each request is longer than the last (the probe asks for more than it had), so
-            // this ends once the whole original is read.
-            Err(ProbeError::NeedMore(more)) if more > head.len() && (head.len() as u64) < len => want = more,
-            other => break other.map_err(|e| e.to_string())?,
-        }
-    };
-    let source = BufReader::with_capacity(READ_BUFFER, Cursor::new(&head[..]).chain(original));
-    media::derive::derive_streamed(source, &head, probe.format, probe.orientation).map_err(|e| e.to_string())
+/// The pixels the upload's header declared (its limits are sized from them).
+fn pixels(row: &UploadRow) -> u64 {
+    u64::from(row.width.unsigned_abs()) * u64::from(row.height.unsigned_abs())
 }
+
+/// Why a job did not end.
+enum Failure {
+    /// The media worker died or ran out of its limits: counts toward `MAX_WORKER_ATTEMPTS`.
+    Worker(String),
+    /// The store or the database failed: tried again with a growing back-off.
+    Passing(anyhow::Error),
+}
+
+impl From<WorkerFailure> for Failure {
+    fn from(failure: WorkerFailure) -> Self {
+        match failure {
+            WorkerFailure::Died(reason) => Self::Worker(reason),
+            other => Self::Passing(other.into()),
+        }
+    }
+}
+
+macro_rules! passing {
+    ($($error:ty),*) => {$(
+        impl From<$error> for Failure {
+            fn from(e: $error) -> Self {
+                Self::Passing(e.into())
+            }
+        }
+    )*};
+}
+passing!(anyhow::Error, sqlx::Error, std::io::Error, object_store::Error);

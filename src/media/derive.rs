@@ -54,6 +54,8 @@ pub const THUMB_EDGE: u32 = 400;
 pub const PREVIEW_MAX_EDGE: u32 = 2048;
 /// …and at least this, unless the original is smaller.
 pub const PREVIEW_MIN_EDGE: u32 = 1600;
+/// A video's poster frame is at most this large (`ffmpeg` scales it to the preview's edge).
+pub const MAX_POSTER_PIXELS: u64 = (PREVIEW_MAX_EDGE as u64) * (PREVIEW_MAX_EDGE as u64);
 
 /// JPEG qualities. The preview is looked at full screen, one at a time: 82 keeps gradients
 /// (skies, skin) free of banding. Thumbs are shown small and many at once on a phone's

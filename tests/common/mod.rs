@@ -322,6 +322,8 @@ impl TestApp {
             max_video_seconds: options.max_video_seconds,
             resumable_expiry_s: options.resumable_expiry_s,
             ffmpeg: options.ffmpeg.clone(),
+            // The test binary is not Confetti: its workers are the built server's.
+            media_worker: PathBuf::from(env!("CARGO_BIN_EXE_confetti")),
             ..Settings::new(data_dir.path(), &format!("http://{addr}"))
         };
         let blobs = options.blob_store.clone().or_else(|| s3.as_deref().map(s3_store));
