@@ -30,6 +30,10 @@ export S3S_FS
 missing=()
 command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# The single-server recipe's test runs Caddy with deploy/Caddyfile and checks deploy/confetti.service
+# with systemd-analyze.
+command -v caddy >/dev/null 2>&1 || missing+=(caddy)
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 # The colour tests read ICC profiles (Adobe RGB, an L* gray, Ghostscript's CMYK) and compare with
 # Little CMS (the lcms2 crate links Debian's liblcms2).
 for pkg_file in colord-data:/usr/share/color/icc/colord/AdobeRGB1998.icc \
