@@ -42,15 +42,17 @@ for pkg_file in colord-data:/usr/share/color/icc/colord/AdobeRGB1998.icc \
   liblcms2-dev:/usr/include/lcms2.h; do
   [ -e "${pkg_file#*:}" ] || missing+=("${pkg_file%%:*}")
 done
-command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-# JPEG: libjpeg-turbo's code is built with the server (the mozjpeg crate), its SIMD parts with nasm.
-command -v nasm >/dev/null 2>&1 || missing+=(nasm)
-# HEIC: the server links Debian's libheif; the tests make HEIC files with its heif-enc.
-[ -e /usr/include/libheif/heif.h ] || missing+=(libheif-dev)
+# The tests make HEIC files with libheif's heif-enc (and video clips with ffmpeg, which the
+# server needs anyway: scripts/ensure-build-tools.sh below).
 command -v heif-enc >/dev/null 2>&1 || missing+=(libheif-examples)
-# The video tests make their clips with ffmpeg (H.264, VP9, AAC), and the server makes posters with it.
-command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+# What building and running the server needs (pkg-config, nasm, libheif, ffmpeg): the same check
+# as the run command's.
+scripts/ensure-build-tools.sh
+
+echo "== Formatting and lints (rustfmt, clippy with -D warnings)"
+cargo fmt --check
+cargo clippy --locked --all-targets --quiet -- -D warnings -W clippy::undocumented_unsafe_blocks
 
 echo "== Rust tests (SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"
 cargo test --locked --all-targets

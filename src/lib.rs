@@ -1,5 +1,10 @@
 //! Confetti: a self-hosted photo-upload gallery for events.
 
+// libjpeg reports a broken file by unwinding out of its error handler (the `mozjpeg` crate):
+// with `panic = "abort"` every bad JPEG would end its media worker instead of being refused.
+#[cfg(panic = "abort")]
+compile_error!("Confetti needs panic = \"unwind\": libjpeg's errors unwind through Rust (see src/lib.rs)");
+
 /// How the process asks the allocator to give large buffers back.
 pub mod allocator;
 /// Shared state, router, layers and `serve(listener, state, shutdown)`.
