@@ -1,5 +1,12 @@
 # Confetti in one container: SQLite and photos in the /data volume by default;
 # set DATABASE_URL=postgres://… and CONFETTI_STORAGE=s3://bucket/prefix to scale out.
+#
+#   docker build -t confetti .
+#   docker run -p 8080:8080 -v confetti-data:/data \
+#     -e CONFETTI_PUBLIC_URL=https://photos.example.org confetti
+#
+# CONFETTI_PUBLIC_URL is the address phones use: the join link and QR code carry it (without it
+# they would carry the container's own address).
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
@@ -12,10 +19,11 @@ COPY Cargo.toml Cargo.lock ./
 RUN mkdir src && echo 'fn main() {}' > src/main.rs && touch src/lib.rs \
     && cargo build --release --locked \
     && rm -rf src
+COPY build.rs ./
 COPY src ./src
 COPY migrations ./migrations
 COPY static ./static
-RUN touch src/main.rs src/lib.rs && cargo build --release --locked \
+RUN touch build.rs src/main.rs src/lib.rs && cargo build --release --locked \
     && strip target/release/confetti
 
 FROM debian:bookworm-slim
