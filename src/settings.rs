@@ -10,7 +10,7 @@ use std::time::Duration;
 /// The defaults, shared by `Settings::new` and the flags.
 pub mod defaults {
     pub const MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
-    pub const MAX_IMAGE_PIXELS: u64 = 100_000_000;
+    pub const MAX_IMAGE_PIXELS: u64 = 210_000_000;
     pub const MAX_VIDEO_BYTES: u64 = 2 * 1024 * 1024 * 1024;
     pub const MAX_VIDEO_SECONDS: u64 = 600;
     pub const RESUMABLE_EXPIRY_S: u64 = 86_400;

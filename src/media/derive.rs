@@ -132,19 +132,21 @@ pub struct Timings {
 /// Makes the thumb and the preview of an original whose format the probe found.
 /// `orientation` is the EXIF orientation (1–8; anything else is taken as 1).
 pub fn derive(original: &[u8], format: ImageFormat, orientation: u16) -> Result<Derivatives, DeriveError> {
-    derive_streamed(original, original, format, orientation)
+    derive_streamed(original, original, format, orientation, MEMORY_BUDGET)
 }
 
 /// `derive`, reading the original from `source` as it arrives. `head` is its start as far as
-/// the probe read it (a JPEG's frame header is in it).
+/// the probe read it (a JPEG's frame header is in it). Its decoder may hold `budget` bytes (a
+/// media worker's share of its memory limit; `MEMORY_BUDGET` elsewhere).
 pub fn derive_streamed(
     mut source: impl BufRead,
     head: &[u8],
     format: ImageFormat,
     orientation: u16,
+    budget: u64,
 ) -> Result<Derivatives, DeriveError> {
     let original = Original { source: &mut source, head };
-    run_within(original, format, orientation, Decode::ShrinkOnLoad, MAX_PIXELS, MEMORY_BUDGET, FORMATS)
+    run_within(original, format, orientation, Decode::ShrinkOnLoad, MAX_PIXELS, budget, FORMATS)
         .map(|(derivatives, _)| derivatives)
 }
 

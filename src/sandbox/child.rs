@@ -15,6 +15,9 @@ use crate::media::{self, derive::Derivatives};
 const READ_BUFFER: usize = 64 * 1024;
 /// A poster frame is a PNG of at most 2048 × 2048 (`jobs::poster`).
 const MAX_PNG_BYTES: u64 = 32 * 1024 * 1024;
+/// Of a job's memory limit, what its resizes and encodes may need beside the decoder's buffers
+/// (the decoder gets the rest, `media::derive`'s budget).
+const BESIDE_THE_DECODER: u64 = 64 * 1024 * 1024;
 /// Scans of a progressive JPEG read before the photo is refused. Cameras and encoders write
 /// about 10 (mozjpeg's optimised scans up to about 20); each scan is one more pass over every
 /// coefficient, so a file that repeats one scan thousands of times costs minutes in a few KB.
@@ -41,7 +44,8 @@ fn run(server: u32) -> Result<(), String> {
     let reply = match job.work {
         Work::Derive { len, max_pixels } => {
             confine::lock_down(&job.limits, Files::Nothing)?;
-            match derive((&mut input).take(len), len, max_pixels) {
+            let budget = job.limits.memory_bytes.saturating_sub(BESIDE_THE_DECODER);
+            match derive((&mut input).take(len), len, max_pixels, budget) {
                 Ok(made) => return protocol::write_made(&mut out, &made).map_err(|e| e.to_string()),
                 Err(reason) => Reply::Undecodable(reason),
             }
@@ -66,8 +70,9 @@ fn run(server: u32) -> Result<(), String> {
 }
 
 /// Probes the original's head again (the orientation is not stored), then derives from the
-/// head and the rest of `original` as it arrives; `Err` is why it cannot be decoded.
-fn derive(mut original: impl Read, len: u64, max_pixels: u64) -> Result<Derivatives, String> {
+/// head and the rest of `original` as it arrives, its decoder holding at most `budget` bytes;
+/// `Err` is why it cannot be decoded.
+fn derive(mut original: impl Read, len: u64, max_pixels: u64, budget: u64) -> Result<Derivatives, String> {
     let mut head = Vec::with_capacity(HEAD_BYTES);
     let mut want = HEAD_BYTES;
     let probe = loop {
@@ -85,7 +90,7 @@ fn derive(mut original: impl Read, len: u64, max_pixels: u64) -> Result<Derivati
         _ => Box::new(Cursor::new(&head[..]).chain(original)),
     };
     let source = BufReader::with_capacity(READ_BUFFER, rest);
-    media::derive::derive_streamed(source, &head, probe.format, probe.orientation).map_err(|e| e.to_string())
+    media::derive::derive_streamed(source, &head, probe.format, probe.orientation, budget).map_err(|e| e.to_string())
 }
 
 /// Counts a JPEG's start-of-scan markers (`FF DA`) as its bytes pass, and fails the read past
