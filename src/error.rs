@@ -57,7 +57,7 @@ error_codes! {
     InvalidJoinToken = "invalid_join_token", FORBIDDEN,
         "Joining: the join token is not this event's.";
     TooManyAttempts = "too_many_attempts", TOO_MANY_REQUESTS,
-        "Organiser login or joining: too many wrong passwords or join tokens from this client for this event (an attempt counts before the secret is checked, so simultaneous guesses do not slip through); `Retry-After` and `retry_after_s` say when to try again.";
+        "Organiser login or joining: too many wrong passwords or join tokens from this client for this event (an attempt counts before the secret is checked, so simultaneous guesses do not slip through), or too many joins from this client for this event (100 at once, then one every 2 s); `Retry-After` and `retry_after_s` say when to try again.";
     EventNotFound = "event_not_found", NOT_FOUND,
         "No event with this slug.";
     NotFound = "not_found", NOT_FOUND,
@@ -192,7 +192,7 @@ pub enum ApiError {
     InvalidJoinToken,
     #[error("wrong password")]
     InvalidCredentials,
-    #[error("too many failed attempts; try again in {retry_after_s} s")]
+    #[error("too many attempts from this address; try again in {retry_after_s} s")]
     TooManyAttempts { retry_after_s: u64 },
     #[error("no event with this name")]
     EventNotFound,

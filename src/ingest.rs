@@ -9,8 +9,10 @@
 //!    in `Upload::key_named`), so a retry's file bytes are skipped, never stored.
 //! 3. A new file streams to the store while it is hashed, counted and sniffed; it stops early
 //!    at `max_upload_bytes` (`max_video_bytes` once its first bytes say it is a video), at the
-//!    guest's remaining quota, or as soon as a video container turns out damaged or its movie
-//!    header, when it comes first, says it is too long (`receive`, `media::video::sniff`).
+//!    guest's remaining quota, when the disk reaches its free-space floor (read before the
+//!    first byte and every `DISK_CHECK_EVERY`), or as soon as a video container turns out
+//!    damaged or its movie header, when it comes first, says it is too long (`receive`,
+//!    `media::video::sniff`).
 //!    Before its first byte is stored it is recorded as staged (instance, key, multipart upload id), so another
 //!    instance can remove it should this one die (`staged`, `jobs::instances`). Its key is a
 //!    temporary one, or in an S3 bucket (where a move is a copy) its final one.
@@ -60,6 +62,7 @@ pub use error::IngestError;
 pub use parts::{Part, PartsError, UploadParts};
 use receive::Received;
 pub use staged::Staged;
+pub use store::DISK_CHECK_EVERY;
 
 /// The upload use case with exactly what it uses; built once, shared by every request.
 #[derive(Debug)]

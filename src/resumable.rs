@@ -3,12 +3,16 @@
 //! use case (`ingest`) once whole. This module knows the resource's life, not HTTP:
 //!
 //! - **Creation** looks the key up first (a stored upload is replayed, this guest's open
-//!   resource for the key is found again), then the new-upload checks, with the guest's other
-//!   open resources reserved against the quota. One open resource per key (a unique index):
-//!   two creations racing end with one resource.
+//!   resource for the key is found again), then the new-upload checks: the declared length must
+//!   fit in the guest's quota and in the event's storage cap, each with the open resources
+//!   reserved (read and reserved in one transaction under the event's lock), and in the disk's
+//!   free space above its floor. One open resource per key (a unique index): two creations
+//!   racing end with one resource.
 //! - **Appending** takes the resource's lease (two requests never write at once; the second is
 //!   told `Busy`), checks the offset, and streams the bytes to `blobs::partial`, recording each
-//!   step that made bytes safe. A request cut short records what arrived. The file's head is
+//!   step that made bytes safe. A request cut short records what arrived, and so does one that
+//!   finds the disk below its free-space floor (checked before the first byte and every few
+//!   MiB): it is told `DiskFull` with the offset to resume from later. The file's head is
 //!   checked as soon as it is there; a refused file cancels the resource. The last byte (and
 //!   the client saying so, or, for drafts 03–05, the offset reaching the length) hands the file
 //!   to `Ingest::complete_assembled`, which completes the resource with the row.
@@ -30,7 +34,7 @@ use uuid::Uuid;
 use crate::blobs::BlobStore;
 use crate::db::Db;
 use crate::db::guests::GuestRow;
-use crate::db::resumable::ResumableRow;
+use crate::db::resumable::{ResumableRow, Room};
 use crate::db::uploads::UploadRow;
 use crate::domain::{Caption, ClientUploadId, FileName};
 use crate::ingest::{Ingest, IngestError};
@@ -96,6 +100,10 @@ pub enum ResumableError {
     /// The client went away mid-request: nobody reads the answer.
     #[error("the request was cut short")]
     Cut,
+    /// The photo store's disk is below its free-space floor: the bytes up to `offset` are
+    /// kept, the resource stays open for the client to resume once there is room.
+    #[error("the photo store's disk is below its free-space floor; {offset} bytes are kept")]
+    DiskFull { offset: u64 },
     #[error(transparent)]
     Refused(#[from] IngestError),
 }
@@ -153,9 +161,10 @@ impl Resumable {
         let Some(part_size) = self.blobs.resumable_part_size(creation.length) else {
             return Err(anyhow::anyhow!("this store keeps no partial uploads").into());
         };
+        self.ingest.check_new(&guest, creation.length)?;
+        // Read before the event's lock is taken, told after the quota and the cap.
+        let disk = self.ingest.disk_room(creation.length, false).await;
         let now = Utc::now();
-        let reserved = self.db.resumable_reserved_bytes(guest.id, now).await?;
-        self.ingest.check_new(&guest, creation.length, u64::try_from(reserved).unwrap_or(0)).await?;
         let row = ResumableRow {
             id: Uuid::now_v7(),
             event_id: guest.event_id,
@@ -175,7 +184,20 @@ impl Resumable {
             created_at: now,
             expires_at: self.expires_from(now),
         };
-        if self.db.insert_resumable(&row).await? {
+        // The room and the reservation in one transaction under the event's lock: creations
+        // racing (one guest's, or many guests') cannot each find the same room free.
+        let mut tx = self.db.begin().await?;
+        let refusal = match tx.resumable_room(guest.id, guest.event_id, now).await? {
+            Some(room) => no_room(&room, creation.length).or(disk),
+            None => Some(IngestError::EventStorageFull { cap_bytes: 0, remaining_bytes: 0 }),
+        };
+        if let Some(refusal) = refusal {
+            tx.rollback().await?;
+            return Err(refusal);
+        }
+        let inserted = tx.insert_resumable(&row).await?;
+        tx.commit().await?;
+        if inserted {
             return Ok(Created::New(row));
         }
         // Another creation with the key won the race: its resource is this one.
@@ -260,4 +282,22 @@ impl Resumable {
 pub enum Status {
     Open(ResumableRow),
     Stored(UploadRow),
+}
+
+/// Why a new resource of `length` bytes does not fit: the guest's quota, then the event's cap,
+/// each with what its open resources reserve counted as used.
+fn no_room(room: &Room, length: u64) -> Option<IngestError> {
+    let length = i64::try_from(length).unwrap_or(i64::MAX);
+    let quota_left = room.quota_bytes - room.used_bytes - room.reserved_bytes;
+    if length > quota_left {
+        return Some(IngestError::QuotaExceeded { quota_bytes: room.quota_bytes, remaining_bytes: quota_left.max(0) });
+    }
+    let event_left = room.event_cap_bytes - room.event_used_bytes - room.event_reserved_bytes;
+    if length > event_left {
+        return Some(IngestError::EventStorageFull {
+            cap_bytes: room.event_cap_bytes,
+            remaining_bytes: event_left.max(0),
+        });
+    }
+    None
 }

@@ -1,9 +1,14 @@
-//! Guessing throttle for the two secrets a stranger can try: an event's organiser password and
-//! its join token. Attempts are counted per (purpose, client address, event) *before* the secret
-//! is checked, and an attempt stays counted as a failure unless it succeeds, so many guesses sent
-//! at once cannot all slip past the lock. After the free attempts, further ones are refused for
-//! a while (429 with Retry-After), doubling with each further failure. Kept per instance and
-//! bounded in memory: it slows guessing, it is not a ledger.
+//! Throttles for what a stranger can do with an event's link:
+//!
+//! - **Guessing** the two secrets, an event's organiser password and its join token. Attempts
+//!   are counted per (purpose, client address, event) *before* the secret is checked, and an
+//!   attempt stays counted as a failure unless it succeeds, so many guesses sent at once cannot
+//!   all slip past the lock. After the free attempts, further ones are refused for a while (429
+//!   with Retry-After), doubling with each further failure.
+//! - **Joining** with the right token: every join makes a guest with a quota of their own, so
+//!   joins are budgeted per (client address, event) — a burst, refilled at a steady rate.
+//!
+//! Kept per instance and bounded in memory: they slow a stranger down, they are not ledgers.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -17,6 +22,13 @@ const WINDOW: Duration = Duration::from_secs(15 * 60);
 const FIRST_LOCK: Duration = Duration::from_secs(30);
 const MAX_LOCK: Duration = Duration::from_secs(15 * 60);
 const MAX_ENTRIES: usize = 10_000;
+
+/// Joins one client address may make in one event at once: a third of a 300-guest wedding
+/// scanning the table cards behind the venue's one NAT address within the same minute.
+const JOIN_BURST: f64 = 100.0;
+/// And then one more every this long (30 a minute): the rest of those 300 within seven
+/// minutes, while one address mints at most 100 + 1,800 guests an hour in an event.
+const JOIN_REFILL_EVERY: Duration = Duration::from_secs(2);
 
 /// Which secret is being guessed: each has its own count, so a guest mistyping a link does
 /// not lock the organiser's login, nor the other way round.
@@ -48,6 +60,22 @@ type Key = (Purpose, ClientKey, Uuid);
 #[derive(Debug, Default)]
 pub struct Throttle {
     entries: Mutex<HashMap<Key, Entry>>,
+    joins: Mutex<HashMap<(ClientKey, Uuid), Budget>>,
+}
+
+/// A client's joins left in one event, as of `at`.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    left: f64,
+    at: Instant,
+}
+
+impl Budget {
+    /// What is left at `now`, refilled since `at` up to the burst.
+    fn at(self, now: Instant) -> f64 {
+        let refilled = now.duration_since(self.at).as_secs_f64() / JOIN_REFILL_EVERY.as_secs_f64();
+        (self.left + refilled).min(JOIN_BURST)
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -104,9 +132,46 @@ impl Throttle {
         Ok(Attempt { throttle: self, key })
     }
 
+    /// Takes one join from the client's budget in this event, made when the join token was
+    /// right and the guest is about to be created. `Err(seconds)` until the budget has one
+    /// again; a refused join takes nothing.
+    pub fn take_join(&self, client: IpAddr, event: Uuid) -> Result<(), u64> {
+        let key = (ClientKey::of(client), event);
+        let now = Instant::now();
+        let mut budgets = self.joins.lock().unwrap_or_else(|e| e.into_inner());
+        if budgets.len() >= MAX_ENTRIES && !budgets.contains_key(&key) {
+            make_room_for_joins(&mut budgets, now);
+        }
+        let budget = budgets.entry(key).or_insert(Budget { left: JOIN_BURST, at: now });
+        let left = budget.at(now);
+        if left < 1.0 {
+            let wait = (1.0 - left) * JOIN_REFILL_EVERY.as_secs_f64();
+            return Err(wait.ceil().max(1.0) as u64);
+        }
+        *budget = Budget { left: left - 1.0, at: now };
+        Ok(())
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         self.lock().len()
+    }
+
+    #[cfg(test)]
+    fn join_budgets(&self) -> usize {
+        self.joins.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// Keeps the join budgets under the cap: a budget refilled to the burst says nothing a new one
+/// would not; if none is (many addresses joining at once), forget the one used longest ago.
+fn make_room_for_joins(budgets: &mut HashMap<(ClientKey, Uuid), Budget>, now: Instant) {
+    budgets.retain(|_, b| b.at(now) < JOIN_BURST);
+    while budgets.len() >= MAX_ENTRIES {
+        let Some(oldest) = budgets.iter().min_by_key(|(_, b)| b.at).map(|(k, _)| *k) else {
+            break;
+        };
+        budgets.remove(&oldest);
     }
 }
 
@@ -175,6 +240,41 @@ mod tests {
         }
         assert!(t.begin(LOGIN, IpAddr::from([0x2001, 0xdb8, 0, 1, 9, 9, 9, 9]), ev).is_err());
         assert!(t.begin(LOGIN, IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]), ev).is_ok());
+    }
+
+    #[test]
+    fn one_address_joins_a_burst_then_at_the_refill_rate() {
+        let t = Throttle::default();
+        let (ip, ev) = (IpAddr::from([192, 0, 2, 1]), Uuid::nil());
+        for i in 0..JOIN_BURST as u32 {
+            assert!(t.take_join(ip, ev).is_ok(), "join {i} of the burst");
+        }
+        let wait = t.take_join(ip, ev).expect_err("the burst is spent");
+        assert!((1..=JOIN_REFILL_EVERY.as_secs()).contains(&wait), "{wait} s");
+        assert!(t.take_join(IpAddr::from([192, 0, 2, 2]), ev).is_ok(), "other addresses join");
+        assert!(t.take_join(ip, Uuid::max()).is_ok(), "other events are counted apart");
+        assert!(t.begin(Purpose::Join, ip, ev).is_ok(), "a spent budget is not a guess");
+    }
+
+    #[test]
+    fn a_spent_join_budget_refills_one_join_per_interval() {
+        let t = Throttle::default();
+        let (ip, ev) = (IpAddr::from([192, 0, 2, 1]), Uuid::nil());
+        let spent_long_ago = Instant::now() - JOIN_REFILL_EVERY * 3;
+        t.joins.lock().expect("lock").insert((ClientKey::of(ip), ev), Budget { left: 0.0, at: spent_long_ago });
+        for _ in 0..3 {
+            assert!(t.take_join(ip, ev).is_ok(), "refilled");
+        }
+        assert!(t.take_join(ip, ev).is_err(), "three intervals refill three joins");
+    }
+
+    #[test]
+    fn the_join_budgets_never_grow_beyond_their_cap() {
+        let t = Throttle::default();
+        for i in 0..(MAX_ENTRIES as u32 + 500) {
+            t.take_join(IpAddr::from(i.to_be_bytes()), Uuid::nil()).expect("a fresh budget");
+        }
+        assert!(t.join_budgets() <= MAX_ENTRIES, "{} budgets", t.join_budgets());
     }
 
     #[test]

@@ -263,12 +263,19 @@ impl BlobStore {
     /// other stores (an S3 bucket does not fill) or when the system cannot tell. Read off the
     /// runtime, and at most every `FREE_SPACE_FRESH_FOR`.
     pub async fn free_bytes(&self) -> Option<u64> {
-        let root = self.local_root.clone()?;
+        self.local_root.as_ref()?;
         if let Some((at, free)) = *self.free_space.lock().unwrap_or_else(|e| e.into_inner())
             && at.elapsed() < FREE_SPACE_FRESH_FOR
         {
             return Some(free);
         }
+        self.free_bytes_now().await
+    }
+
+    /// As `free_bytes`, read now: for a request that has been writing since the last reading
+    /// (a long append fills the disk faster than the reading ages).
+    pub async fn free_bytes_now(&self) -> Option<u64> {
+        let root = self.local_root.clone()?;
         let free = match tokio::task::spawn_blocking(move || available_bytes(&root)).await {
             Ok(Ok(free)) => free,
             Ok(Err(e)) => {

@@ -132,22 +132,46 @@ impl Tx {
         Ok(rows == 1)
     }
 
-    /// Charges `bytes` to the event unless that would pass its storage cap; guarded like the
-    /// guest's charge, and made after it in the same transaction (every transaction that
-    /// touches both rows takes the guest's first, so two of them cannot deadlock).
-    /// `Ok(false)`: the event is full, nothing changed. Also for an event deleted meanwhile:
-    /// an upload committing while the admin deletes its event must not outlive it.
+    /// Charges `bytes` to the event unless that would pass its storage cap, counting what its
+    /// open resumable uploads reserve (a resource completed earlier in this transaction no
+    /// longer does: its bytes are these). Guarded like the guest's charge, and made after it in
+    /// the same transaction (every transaction that touches both rows takes the guest's first,
+    /// so two of them cannot deadlock). `Ok(false)`: the event is full, nothing changed. Also
+    /// for an event deleted meanwhile: an upload committing while the admin deletes its event
+    /// must not outlive it.
     pub async fn charge_event_storage(&mut self, event_id: Uuid, bytes: i64) -> sqlx::Result<bool> {
-        let rows = on_tx!(self, tx => sqlx::query(
+        self.lock_event_storage(event_id).await?;
+        let rows = on_tx!(self, tx => sqlx::query(concat!(
             "UPDATE events SET used_bytes = used_bytes + $2
-             WHERE id = $1 AND used_bytes + $2 <= storage_cap_bytes AND deleted_at IS NULL",
-        )
+             WHERE id = $1 AND deleted_at IS NULL AND used_bytes + $2 + ",
+            super::resumable::reserved_by!("event_id", "$1", "$3"),
+            " <= storage_cap_bytes"
+        ))
         .bind(event_id)
         .bind(bytes)
+        .bind(Utc::now())
         .execute(&mut **tx)
         .await
         .map(|r| r.rows_affected()))?;
         Ok(rows == 1)
+    }
+
+    /// Holds the event's storage row until the transaction ends, before what is stored and
+    /// reserved against its cap is read: a check and the write it allows then see every
+    /// charge and reservation committed before them. PostgreSQL locks the row as the charge's
+    /// `UPDATE` would (a subquery re-checked after a wait would still read the older snapshot);
+    /// `NO KEY`, as that `UPDATE`'s own lock is, so that it does not wait for the key-share
+    /// locks other uploads' inserts hold on the event (waiting for those, while they wait for
+    /// the guest's row this transaction holds, deadlocks). SQLite's write transaction holds the
+    /// whole database already.
+    pub async fn lock_event_storage(&mut self, event_id: Uuid) -> sqlx::Result<()> {
+        if let Tx::Postgres(tx) = self {
+            sqlx::query("SELECT id FROM events WHERE id = $1 FOR NO KEY UPDATE")
+                .bind(event_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Gives `bytes` back to the guest and to their event (an upload was deleted).

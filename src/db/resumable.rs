@@ -1,6 +1,12 @@
-//! Resumable upload resources: creation (one open resource per key), the lease an appending
-//! request holds, progress fenced by that lease, completion (in the upload's own transaction),
-//! cancellation, and what the cleanup sweep finds.
+//! Resumable upload resources: creation (one open resource per key, with the room it needs
+//! read under the event's lock), the lease an appending request holds, progress fenced by that
+//! lease, completion (in the upload's own transaction), cancellation, and what the cleanup
+//! sweep finds.
+//!
+//! An open, unexpired resource reserves its declared length against its guest's quota and its
+//! event's storage cap. Nothing is written for that: the reservation is the row itself, so it
+//! ends exactly when the row stops being open or its expiry passes — completed in the upload's
+//! transaction (which charges the stored bytes instead), cancelled, or expired.
 
 use chrono::{DateTime, Utc};
 use sqlx::FromRow;
@@ -39,6 +45,35 @@ pub struct Progress {
     pub tail_bytes: i64,
 }
 
+/// What a new resource must fit in, read with the event's storage locked: the guest's quota and
+/// the event's cap, what is stored against each, and what their open resources reserve.
+#[derive(Clone, Copy, Debug, FromRow)]
+pub struct Room {
+    pub quota_bytes: i64,
+    pub used_bytes: i64,
+    pub reserved_bytes: i64,
+    pub event_cap_bytes: i64,
+    pub event_used_bytes: i64,
+    pub event_reserved_bytes: i64,
+}
+
+/// A scalar subquery: the bytes the open, unexpired resources whose `$column` is `$owner`
+/// reserve, `$now` being the parameter that holds the time.
+macro_rules! reserved_by {
+    ($column:literal, $owner:literal, $now:literal) => {
+        concat!(
+            "(SELECT CAST(COALESCE(SUM(r.length), 0) AS BIGINT) FROM resumable_uploads r WHERE r.",
+            $column,
+            " = ",
+            $owner,
+            " AND r.state = 'open' AND r.expires_at > ",
+            $now,
+            ")"
+        )
+    };
+}
+pub(crate) use reserved_by;
+
 /// The columns of `ResumableRow`.
 macro_rules! columns {
     () => {
@@ -48,32 +83,6 @@ macro_rules! columns {
 }
 
 impl Db {
-    /// Creates the resource; `false` when the key has an open one already (read it with
-    /// `open_resumable_by_key`).
-    pub async fn insert_resumable(&self, row: &ResumableRow) -> sqlx::Result<bool> {
-        let inserted = on_db!(self, pool => sqlx::query(
-            "INSERT INTO resumable_uploads (id, event_id, guest_id, client_upload_id, filename, caption, length,
-                 upload_offset, interop, state, part_size, created_at, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, 'open', $9, $10, $11)
-             ON CONFLICT (client_upload_id) WHERE state = 'open' DO NOTHING",
-        )
-        .bind(row.id)
-        .bind(row.event_id)
-        .bind(row.guest_id)
-        .bind(row.client_upload_id)
-        .bind(&row.filename)
-        .bind(&row.caption)
-        .bind(row.length)
-        .bind(row.interop)
-        .bind(row.part_size)
-        .bind(row.created_at)
-        .bind(row.expires_at)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-        Ok(inserted == 1)
-    }
-
     pub async fn open_resumable_by_key(&self, client_upload_id: Uuid) -> sqlx::Result<Option<ResumableRow>> {
         on_db!(self, pool => sqlx::query_as(concat!(
             "SELECT ", columns!(), " FROM resumable_uploads WHERE client_upload_id = $1 AND state = 'open'"
@@ -84,13 +93,12 @@ impl Db {
         on_db!(self, pool => sqlx::query_as(concat!("SELECT ", columns!(), " FROM resumable_uploads WHERE id = $1")).bind(id).fetch_optional(pool).await)
     }
 
-    /// Bytes the guest's other open resources will need: reserved against the quota.
-    pub async fn resumable_reserved_bytes(&self, guest_id: Uuid, now: DateTime<Utc>) -> sqlx::Result<i64> {
+    /// Bytes the event's open resources reserve now.
+    pub async fn event_reserved_bytes(&self, event_id: Uuid, now: DateTime<Utc>) -> sqlx::Result<i64> {
         let sum: Option<i64> = on_db!(self, pool => sqlx::query_scalar(
-            "SELECT CAST(COALESCE(SUM(length), 0) AS BIGINT) FROM resumable_uploads
-             WHERE guest_id = $1 AND state = 'open' AND expires_at > $2",
+            concat!("SELECT ", reserved_by!("event_id", "$1", "$2"))
         )
-        .bind(guest_id)
+        .bind(event_id)
         .bind(now)
         .fetch_one(pool)
         .await)?;
@@ -234,6 +242,56 @@ impl Db {
 }
 
 impl Tx {
+    /// Locks the event's storage (`lock_event_storage`) and reads what a new resource of the
+    /// guest must fit in; `None` when the guest or the event is gone. Creations and the
+    /// charges of one event queue here, so none of them counts without the others.
+    pub async fn resumable_room(
+        &mut self,
+        guest_id: Uuid,
+        event_id: Uuid,
+        now: DateTime<Utc>,
+    ) -> sqlx::Result<Option<Room>> {
+        self.lock_event_storage(event_id).await?;
+        on_tx!(self, tx => sqlx::query_as(concat!(
+            "SELECT e.guest_quota_bytes AS quota_bytes, g.used_bytes, ",
+            reserved_by!("guest_id", "g.id", "$2"), " AS reserved_bytes,
+                    e.storage_cap_bytes AS event_cap_bytes, e.used_bytes AS event_used_bytes, ",
+            reserved_by!("event_id", "e.id", "$2"), " AS event_reserved_bytes
+             FROM guests g JOIN events e ON e.id = g.event_id AND e.deleted_at IS NULL
+             WHERE g.id = $1"
+        ))
+        .bind(guest_id)
+        .bind(now)
+        .fetch_optional(&mut **tx)
+        .await)
+    }
+
+    /// Creates the resource, after `resumable_room` said it fits; `false` when the key has an
+    /// open one already (read it with `open_resumable_by_key` once this transaction ended).
+    pub async fn insert_resumable(&mut self, row: &ResumableRow) -> sqlx::Result<bool> {
+        let inserted = on_tx!(self, tx => sqlx::query(
+            "INSERT INTO resumable_uploads (id, event_id, guest_id, client_upload_id, filename, caption, length,
+                 upload_offset, interop, state, part_size, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, 'open', $9, $10, $11)
+             ON CONFLICT (client_upload_id) WHERE state = 'open' DO NOTHING",
+        )
+        .bind(row.id)
+        .bind(row.event_id)
+        .bind(row.guest_id)
+        .bind(row.client_upload_id)
+        .bind(&row.filename)
+        .bind(&row.caption)
+        .bind(row.length)
+        .bind(row.interop)
+        .bind(row.part_size)
+        .bind(row.created_at)
+        .bind(row.expires_at)
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(inserted == 1)
+    }
+
     /// In the upload's own transaction: the resource is completed with the row.
     pub async fn complete_resumable(&mut self, id: Uuid, expires_at: DateTime<Utc>) -> sqlx::Result<()> {
         on_tx!(self, tx => sqlx::query(

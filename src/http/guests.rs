@@ -1,5 +1,7 @@
 //! Guests: joining an event with its join token and a display name, and "who am I".
-//! Wrong join tokens are throttled per client address and event, as organiser passwords are.
+//! Wrong join tokens are throttled per client address and event, as organiser passwords are;
+//! joins with the right one are budgeted per client address and event (each makes a guest
+//! with a quota of their own).
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -73,7 +75,9 @@ struct Me {
 /// request joins afresh). The body is read before the slug is looked up: a malformed body is 400 even for an
 /// unknown event. Wrong join tokens are counted per client address and event like organiser passwords (counted
 /// before the token is compared): from the 5th failure within 15 minutes further attempts are refused with 429,
-/// even with the right token, for 30 s doubling up to 15 minutes.
+/// even with the right token, for 30 s doubling up to 15 minutes. Joins with the right token are budgeted per
+/// client address and event (each makes a guest with a quota of their own): 100 at once, then one more every
+/// 2 s; past that, 429 until the budget has one again, and no guest is made.
 #[utoipa::path(
     post,
     path = "/api/v1/events/{slug}/guests",
@@ -106,6 +110,8 @@ async fn join(
     }
     attempt.succeeded();
     let name = DisplayName::parse(&body.display_name)?;
+    // Last before the guest is made: a join refused for any other reason costs nothing.
+    state.throttle.take_join(client, event.id).map_err(|retry_after_s| ApiError::TooManyAttempts { retry_after_s })?;
     let (token, digest) = auth::new_token(GUEST_PREFIX)?;
     let id = Uuid::now_v7();
     state.db.insert_guest(id, event.id, name.as_str(), &digest).await?;
@@ -150,7 +156,7 @@ refusals!(JoinEventRefusals {
     404 => shared("EventNotFound"),
     413 => shared("BodyTooLarge"),
     422 => problem("Display name empty (after trimming) or longer than 60 characters.", &[InvalidDisplayName]),
-    429 => with_header(problem("Too many wrong join tokens from this client for this event; the body's `retry_after_s` repeats `Retry-After`.", &[TooManyAttempts]), "Retry-After", schemas::Seconds::schema(), "Seconds to wait before trying again."),
+    429 => with_header(problem("Too many wrong join tokens from this client for this event, or too many joins (100 at once, then one every 2 s); the body's `retry_after_s` repeats `Retry-After`.", &[TooManyAttempts]), "Retry-After", schemas::Seconds::schema(), "Seconds to wait before trying again."),
     500 => shared("Internal"),
 });
 

@@ -63,8 +63,9 @@ struct ResourceJson {
 /// `client_upload_id <base64>,filename <base64>[,caption <base64>]`), with its length in `Upload-Length`. Order
 /// of decisions: 401/403 (who, which event) → the key: 409 another guest's, 410 deleted, 200 an upload already
 /// stored (a replay: nothing read or kept), 201 with the same resource when this guest has one open for the key →
-/// only then 403 `guest_blocked` / `uploads_closed`, 413 (the length over the limits or the quota, the guest's
-/// other open resources counted), 507. A body is the file from its first byte (with `Upload-Complete: ?1`, all of
+/// only then 403 `guest_blocked` / `uploads_closed`, 413 (the length over the limits, the guest's quota or the
+/// event's storage cap, the open resources of the guest and of the event counted as reserved), 507 (the length
+/// does not fit in the disk's free space above its floor). A body is the file from its first byte (with `Upload-Complete: ?1`, all of
 /// it). No `104` interim response is sent. It ignores `Idempotency-Key`: the `client_upload_id` is its key.
 #[utoipa::path(
     post,
@@ -174,7 +175,8 @@ async fn resumable_offset(
 /// The body goes at `Upload-Offset`; `Upload-Complete: ?1` says it ends the file, which is then probed and
 /// stored as a one-request upload is (201, or 200 `Idempotent-Replayed` when another attempt stored the key
 /// first; a retry after a lost answer gets 200 too). For interop versions 5 and 6 reaching the declared length
-/// completes. Bytes that arrived before a connection was cut are kept. It ignores `Idempotency-Key`: the offset
+/// completes. Bytes that arrived before a connection was cut are kept, and so are those that arrived before the
+/// disk reached its free-space floor (507 with `Upload-Offset`). It ignores `Idempotency-Key`: the offset
 /// makes a repeated append harmless (409 with the offset to go on from).
 #[utoipa::path(
     patch,
@@ -244,7 +246,7 @@ refusals!(ResumableRefusals {
     415 => problem("Not a supported photo or video, refused after its first 64 KiB; the resource is cancelled.", &[UnsupportedMediaType]),
     422 => problem("`client_upload_id_reused`: this guest's key, for another file name or caption.", &[ClientUploadIdReused, InvalidCaption]),
     500 => shared("Internal"),
-    507 => problem("The server's photo disk is below its free-space floor.", &[InsufficientStorage]),
+    507 => problem("The server's photo disk is below its free-space floor (`--min-free-bytes`), or a creation's `Upload-Length` does not fit in the free space above it. An append refused before its first byte keeps the resource as it was; one that reaches the floor while its bytes arrive keeps what arrived before and stops; either way the resource stays open, `Upload-Offset` says how far it is, and the client resumes from there once there is room.", &[InsufficientStorage]),
 });
 
 fn available(state: &AppState) -> ApiResult<&std::sync::Arc<crate::resumable::Resumable>> {
@@ -301,6 +303,12 @@ fn appended_response(state: &AppState, outcome: AppendOutcome<BodyDataStream>, l
             response
         }
         Ok(Appended::Stored(ingested)) => stored(*ingested),
+        // Stopped at the disk's floor: what was kept, for the client to resume from later.
+        Err(ResumableError::DiskFull { offset }) => {
+            let mut response = ApiError::InsufficientStorage.into_response();
+            insert(response.headers_mut(), UPLOAD_OFFSET, &offset.to_string());
+            response
+        }
         Err(e) => problem(e).into_response(),
     };
     if let Some(body) = outcome.unread {
@@ -336,6 +344,7 @@ fn problem(e: ResumableError) -> ApiError {
         ResumableError::InconsistentLength(why) => ApiError::InconsistentUploadLength(why),
         // Nobody reads this answer: the client is gone.
         ResumableError::Cut => ApiError::InvalidRequest("the request was cut short; its bytes are kept".into()),
+        ResumableError::DiskFull { .. } => ApiError::InsufficientStorage,
         ResumableError::Refused(refusal) => refusal.into(),
     }
 }

@@ -100,11 +100,12 @@ impl Ingest {
         }
     }
 
-    /// The new-upload checks a resumable upload passes before its first byte is taken: the
-    /// guest's and the event's switches, the size limit, the quota with `reserved` bytes of the
-    /// guest's other open resources counted, the event's storage and the disk. The guarded
-    /// charge at the commit is what really holds the line.
-    pub async fn check_new(&self, guest: &GuestRow, length: u64, reserved: u64) -> Result<(), IngestError> {
+    /// The new-upload checks a resumable upload passes before its first byte is taken that
+    /// need nothing but the guest as read with the request: the guest's and the event's
+    /// switches and the size limit. The room it needs (quota, event's storage, disk) is the
+    /// creation's to check, under the event's lock; the guarded charges at the commit are what
+    /// really hold the line.
+    pub fn check_new(&self, guest: &GuestRow, length: u64) -> Result<(), IngestError> {
         if guest.blocked {
             return Err(IngestError::GuestBlocked);
         }
@@ -115,24 +116,7 @@ impl Ingest {
         if length > max {
             return Err(IngestError::TooLarge { limit_bytes: max });
         }
-        let guest_remaining = (guest.quota_bytes - guest.used_bytes).max(0) as u64;
-        if length.saturating_add(reserved) > guest_remaining {
-            return Err(match self.quota_exceeded(guest).await {
-                IngestError::QuotaExceeded { quota_bytes, remaining_bytes } => IngestError::QuotaExceeded {
-                    quota_bytes,
-                    remaining_bytes: (remaining_bytes - i64::try_from(reserved).unwrap_or(i64::MAX)).max(0),
-                },
-                other => other,
-            });
-        }
-        let event_remaining = (guest.event_storage_cap_bytes - guest.event_used_bytes).max(0) as u64;
-        if length > event_remaining {
-            return Err(self.event_storage_full(guest).await);
-        }
-        match self.disk_refusal().await {
-            Some(refusal) => Err(refusal),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// The whole file is at `file.key`: replay, refuse or store it. On every way out but a

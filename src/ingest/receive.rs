@@ -1,10 +1,12 @@
 //! Step 3: a new file streams to the store (recorded as staged), hashed, counted and sniffed as it goes;
-//! refused early when it outgrows the size limit, the guest's quota or the event's storage.
+//! refused early when it outgrows the size limit, the guest's quota or the event's storage, or
+//! when the disk reaches its free-space floor.
 
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::staged::Staged;
+use super::store::DISK_CHECK_EVERY;
 use super::{File, IngestError, Stop, Upload, UploadParts};
 use crate::blobs::BlobWriter;
 use crate::media::video::{ContainerSniff, ContainerWalker};
@@ -46,6 +48,7 @@ impl Upload {
         let mut moov_checked = false;
         let mut hasher = Sha256::new();
         let mut bytes: u64 = 0;
+        let mut since_disk_check: u64 = 0;
         let stop = loop {
             let chunk = match parts.file_chunk().await {
                 Ok(Some(chunk)) => chunk,
@@ -71,6 +74,13 @@ impl Upload {
             }
             if bytes > max {
                 break Some(Stop::Refused(IngestError::TooLarge { limit_bytes: max }));
+            }
+            since_disk_check += chunk.len() as u64;
+            if since_disk_check >= DISK_CHECK_EVERY {
+                since_disk_check = 0;
+                if let Some(refusal) = ingest.disk_room(0, true).await {
+                    break Some(Stop::Refused(refusal));
+                }
             }
             if bytes > remaining {
                 break Some(Stop::Refused(if bytes > guest_remaining {
@@ -108,7 +118,8 @@ impl Upload {
                     | IngestError::VideoTooLong { .. }
                     | IngestError::TooManyPixels { .. }
                     | IngestError::QuotaExceeded { .. }
-                    | IngestError::EventStorageFull { .. }),
+                    | IngestError::EventStorageFull { .. }
+                    | IngestError::InsufficientStorage),
                 ) => Ok(File::Refused(refusal)),
                 other => Err(other),
             };

@@ -14,6 +14,11 @@ use crate::db::uploads::{NewUpload, UploadRow};
 use crate::domain::{Caption, ClientUploadId, Gallery, Review, UploadStatus};
 use crate::media::{self, ProbeError};
 
+/// How often a request that is storing a file reads the disk's free space again: a fast client
+/// passes this many bytes in milliseconds, so it stops within this much of the floor (a reading
+/// is one `statvfs`).
+pub const DISK_CHECK_EVERY: u64 = 4 * 1024 * 1024;
+
 /// Headers cannot grow the probe's window past this much of a file.
 pub(super) const MAX_PROBE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -166,30 +171,41 @@ impl Ingest {
         }
     }
 
-    /// The refusal when the event's storage is full, with what is left as the database has it now.
+    /// The refusal when the event's storage is full, with what is left as the database has it now
+    /// (open resumable uploads' reservations taken off).
     pub(super) async fn event_storage_full(&self, guest: &GuestRow) -> IngestError {
         let (cap, used) = match self.db.event_by_id(guest.event_id).await {
             Ok(Some(event)) => (event.storage_cap_bytes, event.used_bytes),
             _ => (guest.event_storage_cap_bytes, guest.event_used_bytes),
         };
-        IngestError::EventStorageFull { cap_bytes: cap, remaining_bytes: (cap - used).max(0) }
+        let reserved = self.db.event_reserved_bytes(guest.event_id, Utc::now()).await.unwrap_or(0);
+        IngestError::EventStorageFull { cap_bytes: cap, remaining_bytes: (cap - used - reserved).max(0) }
     }
 
     /// Refuses a new file while the photo store's disk is below the free-space floor, before any
     /// of its bytes are written: a full disk would fail every write, the database's included.
     pub(super) async fn disk_refusal(&self) -> Option<IngestError> {
+        self.disk_room(0, false).await
+    }
+
+    /// Refuses `need` more bytes unless they fit in the photo store's free space above the
+    /// floor; `now` reads the disk now rather than trusting a reading of the last seconds (a
+    /// request that has been writing since). No floor, or a store that is not a local disk:
+    /// never refused.
+    pub async fn disk_room(&self, need: u64, now: bool) -> Option<IngestError> {
         let floor = self.limits.min_free_bytes;
         if floor == 0 {
             return None;
         }
-        let free = self.blobs.free_bytes().await?;
-        if free >= floor {
+        let free = if now { self.blobs.free_bytes_now().await? } else { self.blobs.free_bytes().await? };
+        if free >= floor.saturating_add(need) {
             return None;
         }
         tracing::warn!(
             free_bytes = free,
             min_free_bytes = floor,
-            "refusing an upload: the photo store's disk is almost full"
+            need_bytes = need,
+            "refusing an upload's bytes: the photo store's disk is almost full"
         );
         Some(IngestError::InsufficientStorage)
     }

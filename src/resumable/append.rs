@@ -1,6 +1,7 @@
 //! Appending to a resource: the lease, the offset check, the bytes streamed to the partial
-//! store with each safe step recorded, the head checked once it has arrived, and the hand-over
-//! to the upload use case at the last byte.
+//! store with each safe step recorded, the head checked once it has arrived, the disk's
+//! free-space floor checked before the first byte and every few MiB, and the hand-over to the
+//! upload use case at the last byte.
 
 use std::time::Instant;
 
@@ -14,7 +15,7 @@ use crate::blobs::{Kept, PartialAppender, PartialState};
 use crate::db::guests::GuestRow;
 use crate::db::resumable::{Progress, ResumableRow};
 use crate::domain::{Caption, ClientUploadId, FileName};
-use crate::ingest::{Assembled, HEAD_CHECK_BYTES, Ingested, Pass};
+use crate::ingest::{Assembled, DISK_CHECK_EVERY, HEAD_CHECK_BYTES, Ingested, Pass};
 
 /// What one append request says of its bytes.
 #[derive(Clone, Copy, Debug)]
@@ -43,11 +44,13 @@ pub struct AppendOutcome<S> {
     pub unread: Option<S>,
 }
 
-/// A request's body, streamed: where its bytes went, whether it was cut short, and the pass
-/// over the file when this request made one.
+/// A request's body, streamed: where its bytes went, whether it was cut short or stopped at
+/// the disk's free-space floor (its body then left unread), and the pass over the file when
+/// this request made one.
 struct Streamed {
     appender: PartialAppender,
     cut: bool,
+    floor: bool,
     pass: Option<Pass>,
 }
 
@@ -163,8 +166,9 @@ impl Resumable {
         let outcome = self.stream(&row, &state, piece, &mut lease, &mut body).await;
         let result = match outcome {
             Ok(streamed) => {
+                let floor = streamed.floor;
                 let result = self.settle(guest, row, lease, streamed, piece.complete).await;
-                return AppendOutcome { result, unread: None };
+                return AppendOutcome { result, unread: floor.then_some(body) };
             }
             Err(e) => {
                 if matches!(e, ResumableError::Refused(ref refusal) if !matches!(refusal, crate::ingest::IngestError::Internal(_)))
@@ -195,6 +199,11 @@ impl Resumable {
         E: std::fmt::Display,
     {
         let length = u64::try_from(row.length).unwrap_or(0);
+        // Not a byte while the disk is below its floor: the resource stays as it is.
+        if let Some(refusal) = self.ingest.disk_room(0, true).await {
+            tracing::debug!(id = %row.id, error = %refusal, "an append waits for room on the disk");
+            return Err(ResumableError::DiskFull { offset: state.offset });
+        }
         let mut appender = match self.blobs.partial_appender(state.clone()).await {
             Ok(appender) => appender,
             Err(object_store::Error::NotFound { .. }) => {
@@ -221,7 +230,8 @@ impl Resumable {
         } else {
             None
         };
-        let mut cut = false;
+        let (mut cut, mut floor) = (false, false);
+        let mut since_disk_check: u64 = 0;
         while let Some(next) = body.next().await {
             let chunk = match next {
                 Ok(chunk) => chunk,
@@ -231,6 +241,15 @@ impl Resumable {
                     break;
                 }
             };
+            since_disk_check += chunk.len() as u64;
+            if since_disk_check >= DISK_CHECK_EVERY {
+                since_disk_check = 0;
+                if self.ingest.disk_room(0, true).await.is_some() {
+                    // The bytes before this chunk are kept; the client resumes from them.
+                    floor = true;
+                    break;
+                }
+            }
             if appender.offset() + chunk.len() as u64 > length {
                 return Err(ResumableError::InconsistentLength(format!(
                     "the upload was declared with {length} bytes; this request brings more"
@@ -255,7 +274,7 @@ impl Resumable {
                 self.record(lease, last).await?;
             }
         }
-        Ok(Streamed { appender, cut, pass })
+        Ok(Streamed { appender, cut, floor, pass })
     }
 
     /// The body ended (or was cut): keep the bytes, or complete the file.
@@ -267,7 +286,11 @@ impl Resumable {
         streamed: Streamed,
         complete: bool,
     ) -> Result<Appended, ResumableError> {
-        let Streamed { appender, cut, pass } = streamed;
+        let Streamed { appender, cut, floor, pass } = streamed;
+        if floor {
+            let offset = self.keep(appender, &mut lease).await?;
+            return Err(ResumableError::DiskFull { offset });
+        }
         let length = u64::try_from(row.length).unwrap_or(0);
         let whole = appender.offset() == length;
         let completes = !cut && whole && (complete || completes_at_length(row.interop));
@@ -279,10 +302,7 @@ impl Resumable {
             )));
         }
         if !completes {
-            let kept = appender.keep().await?;
-            let offset = kept.offset;
-            self.record(&mut lease, kept).await?;
-            self.db.unlock_resumable(row.id, lease.token).await?;
+            let offset = self.keep(appender, &mut lease).await?;
             if cut {
                 return Err(ResumableError::Cut);
             }
@@ -317,6 +337,15 @@ impl Resumable {
                 Err(refusal.into())
             }
         }
+    }
+
+    /// Keeps the bytes written so far, records them and gives the lease back; the offset kept.
+    async fn keep(&self, appender: PartialAppender, lease: &mut Lease) -> Result<u64, ResumableError> {
+        let kept = appender.keep().await?;
+        let offset = kept.offset;
+        self.record(lease, kept).await?;
+        self.db.unlock_resumable(lease.id, lease.token).await?;
+        Ok(offset)
     }
 
     /// Records bytes made safe, renewing the lease and the expiry; stops the request when the
