@@ -94,12 +94,12 @@ impl Tx {
 }
 
 impl Db {
-    /// Claims a due job, if any, until `lease_until`: the oldest of a guest who has no job in
-    /// progress, and only when every waiting guest has one, the oldest of all. One guest's
-    /// slow files (a burst of huge photos, a file that runs into its limits) then hold at most
-    /// one worker while other guests' photos go by. A job given back after a failure waits
-    /// behind the first attempts of others. On PostgreSQL, rows another instance is claiming
-    /// right now are skipped, not waited for.
+    /// Claims a due job, if any, until `lease_until`. Guests take turns: of the next
+    /// 64 due jobs, a guest's first photo goes before anyone's second, and so on (the
+    /// rank is how many uploads the guest made before this one), so one guest's burst or slow
+    /// files hold a worker for one job at a time while the others' photos go by. A job given
+    /// back after a failure waits behind first attempts. On PostgreSQL, rows another instance is
+    /// claiming right now are skipped, not waited for.
     pub async fn claim_derivative_job(
         &self,
         (by, lease_until): (Uuid, DateTime<Utc>),
@@ -107,18 +107,18 @@ impl Db {
         let claim = Uuid::new_v4();
         let now = Utc::now();
         // SQLite has no row locks and needs none: one statement is one atomic write, and there
-        // is one writer at a time. A claimed job's `run_after` is its lease's end, in the future.
+        // is one writer at a time.
         macro_rules! claim {
             ($pool:expr, $lock:literal) => {
                 sqlx::query_as(concat!(
                     "UPDATE derivative_jobs SET claim = $1, claimed_by = $4, run_after = $2, attempts = attempts + 1
                      WHERE upload_id = (
                          SELECT j.upload_id FROM derivative_jobs j JOIN uploads u ON u.id = j.upload_id
-                         WHERE j.run_after <= $3
-                         ORDER BY EXISTS (SELECT 1 FROM derivative_jobs busy JOIN uploads bu ON bu.id = busy.upload_id
-                                          WHERE busy.claim IS NOT NULL AND busy.run_after > $3
-                                            AND bu.guest_id = u.guest_id),
-                                  j.attempts > 0, j.run_after
+                         WHERE j.upload_id IN (SELECT upload_id FROM derivative_jobs WHERE run_after <= $3
+                                               ORDER BY run_after LIMIT 64)
+                         ORDER BY j.attempts > 0,
+                                  (SELECT COUNT(*) FROM uploads o WHERE o.guest_id = u.guest_id AND o.created_at < u.created_at),
+                                  j.run_after
                          LIMIT 1 ",
                     $lock,
                     ") RETURNING upload_id, attempts"

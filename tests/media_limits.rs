@@ -1,0 +1,100 @@
+//! Time, as a guest's file can take it from others: a progressive JPEG that repeats its scans
+//! is refused after 64 of them instead of holding a worker for minutes, and one guest's slow
+//! files do not hold another guest's photo back (the queue serves guests in turn).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Backend, Options, TestApp, settled_within, upload_ok};
+
+/// A real progressive JPEG whose last scan is repeated `repeats` more times: valid to a
+/// decoder, which does a full pass over the coefficients for each.
+fn scan_bomb(repeats: usize) -> Vec<u8> {
+    let pixels: Vec<u8> = (0..256 * 256 * 3).map(|i| (i % 251) as u8).collect();
+    let mut bytes = Vec::new();
+    let mut encoder = jpeg_encoder::Encoder::new(&mut bytes, 80);
+    encoder.set_progressive(true);
+    encoder.encode(&pixels, 256, 256, jpeg_encoder::ColorType::Rgb).expect("encode");
+    let last_scan = bytes.windows(2).rposition(|m| m == [0xFF, 0xDA]).expect("a scan");
+    let end = bytes.len() - 2;
+    let scan = bytes[last_scan..end].to_vec();
+    let mut bomb = bytes[..end].to_vec();
+    for _ in 0..repeats {
+        bomb.extend_from_slice(&scan);
+    }
+    bomb.extend_from_slice(&[0xFF, 0xD9]);
+    bomb
+}
+
+/// A PNG a worker takes seconds over (10000×8000, row by row).
+fn slow_png(seed: u8) -> Vec<u8> {
+    let (w, h) = (10_000u32, 8_000u32);
+    let mut bytes = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut bytes, w, h);
+        encoder.set_color(png::ColorType::Rgb);
+        let mut writer = encoder.write_header().expect("png header");
+        let mut stream = writer.stream_writer().expect("png stream");
+        let row: Vec<u8> = (0..w * 3).map(|i| (i % 7) as u8 ^ seed).collect();
+        for _ in 0..h {
+            std::io::Write::write_all(&mut stream, &row).expect("png row");
+        }
+        stream.finish().expect("png end");
+    }
+    bytes
+}
+
+async fn a_jpeg_that_repeats_its_scans_is_refused_at_the_scan_limit(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Mallory").await;
+    let token = app.organiser_login(&event).await;
+    let fine = upload_ok(&app, &guest, &scan_bomb(40)).await;
+    let bomb = upload_ok(&app, &guest, &scan_bomb(200)).await;
+    let started = Instant::now();
+    let bomb = settled_within(&app, &token, bomb["id"].as_str().expect("id"), Duration::from_secs(60)).await;
+    assert_eq!(bomb["status"], "failed", "{bomb}");
+    assert!(bomb["failure"].as_str().is_some_and(|f| f.contains("more than 64 scans")), "{bomb}");
+    println!("a 200-scan bomb failed {:.2} s after it was stored", started.elapsed().as_secs_f64());
+    let fine = settled_within(&app, &token, fine["id"].as_str().expect("id"), Duration::from_secs(60)).await;
+    assert_eq!(fine["status"], "ready", "a progressive JPEG of 40 and some scans is fine: {fine}");
+}
+
+/// One worker; a guest sends three photos that take it seconds each, then another guest sends
+/// one small photo: it is made right after the first slow one, not after all three.
+async fn one_guests_slow_photos_do_not_hold_another_guests_photo_back(backend: Backend) {
+    let app = TestApp::spawn_with(backend, Options { derivative_workers: Some(1), ..Options::default() }).await;
+    let event = app.create_event().await;
+    let slow = app.join(&event, "Slow").await;
+    let quick = app.join(&event, "Quick").await;
+    let token = app.organiser_login(&event).await;
+    let mut slow_ids = Vec::new();
+    for seed in 0..3 {
+        slow_ids.push(upload_ok(&app, &slow, &slow_png(seed)).await["id"].as_str().expect("id").to_owned());
+    }
+    let sent = Instant::now();
+    let small = upload_ok(&app, &quick, &common::images::jpeg(640, 480)).await;
+    let small = settled_within(&app, &token, small["id"].as_str().expect("id"), Duration::from_secs(120)).await;
+    let waited = sent.elapsed();
+    assert_eq!(small["status"], "ready");
+    let mut still_processing = 0;
+    for id in &slow_ids {
+        let (_, body) = app.get_json(&format!("/api/v1/uploads/{id}"), &token).await;
+        still_processing += usize::from(body["status"] == "processing");
+    }
+    println!("the other guest's photo was ready {:.2} s after it was sent", waited.as_secs_f64());
+    assert!(
+        still_processing >= 2,
+        "the small photo went before the slow guest's second and third ({still_processing} left)"
+    );
+    for id in &slow_ids {
+        let done = settled_within(&app, &token, id, Duration::from_secs(180)).await;
+        assert_eq!(done["status"], "ready", "{done}");
+    }
+}
+
+both_backends!(
+    a_jpeg_that_repeats_its_scans_is_refused_at_the_scan_limit,
+    one_guests_slow_photos_do_not_hold_another_guests_photo_back,
+);
