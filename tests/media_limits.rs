@@ -94,7 +94,31 @@ async fn one_guests_slow_photos_do_not_hold_another_guests_photo_back(backend: B
     }
 }
 
+/// A HEIC whose `ispe` says 320×240 over an 8192×8192 HEVC stream: the upload check and the
+/// worker's limits follow the label, so the decoder's 300 MB of planes are refused by the kernel
+/// (the allocation fails) and the upload ends `failed`, instead of the server's memory growing
+/// by what the stream asks for.
+async fn a_heic_that_understates_its_size_fails_within_the_size_it_claimed(backend: Backend) {
+    let honest = common::generated::heic("8192x8192.heic", "8192x8192");
+    let liar = common::generated::made("liar.heic", |out| {
+        let mut bytes = std::fs::read(honest).expect("heic");
+        let ispe = bytes.windows(4).position(|w| w == b"ispe").expect("an ispe box");
+        bytes[ispe + 8..ispe + 16].copy_from_slice(&[0, 0, 1, 64, 0, 0, 0, 240]);
+        std::fs::write(out, bytes).expect("write");
+    });
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Mallory").await;
+    let token = app.organiser_login(&event).await;
+    let upload = upload_ok(&app, &guest, &std::fs::read(liar).expect("read")).await;
+    assert_eq!((upload["width"].as_i64(), upload["height"].as_i64()), (Some(320), Some(240)), "{upload}");
+    let done = settled_within(&app, &token, upload["id"].as_str().expect("id"), Duration::from_secs(60)).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    assert!(done["failure"].as_str().is_some_and(|f| f.contains("memory") || f.contains("Memory")), "{done}");
+}
+
 both_backends!(
+    a_heic_that_understates_its_size_fails_within_the_size_it_claimed,
     a_jpeg_that_repeats_its_scans_is_refused_at_the_scan_limit,
     one_guests_slow_photos_do_not_hold_another_guests_photo_back,
 );

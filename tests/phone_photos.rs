@@ -5,45 +5,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use common::generated::{heic, made, run};
 use common::{Backend, TestApp, settled_within, upload_form};
-
-/// Makes `name` in the build's temporary directory with `make` unless it is there already.
-fn made(name: &str, make: impl FnOnce(&Path)) -> PathBuf {
-    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("phone-photos").join(name);
-    if !path.exists() {
-        std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
-        let partial = path.with_extension(format!("{}.partial", std::process::id()));
-        make(&partial);
-        std::fs::rename(&partial, &path).expect("rename");
-    }
-    path
-}
-
-fn run(program: &str, args: &[&str]) {
-    let status = Command::new(program).args(args).status().unwrap_or_else(|e| panic!("{program} is needed: {e}"));
-    assert!(status.success(), "{program} {args:?}: {status}");
-}
-
-/// ffmpeg's test pattern at `size` as a PNG, then HEVC in HEIC by heif-enc.
-fn heic(name: &str, size: &str) -> PathBuf {
-    made(name, |out| {
-        let png = out.with_extension("png");
-        let source = format!("testsrc2=size={size}");
-        run(
-            "ffmpeg",
-            &["-loglevel", "error", "-y", "-f", "lavfi", "-i", &source, "-frames:v", "1", png.to_str().expect("path")],
-        );
-        run(
-            "heif-enc",
-            &["-p", "preset=ultrafast", "-q", "50", png.to_str().expect("path"), "-o", out.to_str().expect("path")],
-        );
-        let _ = std::fs::remove_file(png);
-    })
-}
 
 /// The files, made once for both backends' runs.
 fn files() -> Vec<(&'static str, PathBuf)> {

@@ -5,6 +5,7 @@
 
 pub mod failing_store;
 pub mod fault_proxy;
+pub mod generated;
 pub mod icc;
 pub mod images;
 pub mod reading;
