@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! apt-get install libavif-bin   # avifdec, to score the AVIF thumbs
-//! cargo run --release --example bench_thumbs -- DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif]
+//! cargo run --release --features webp-encode --example bench_thumbs -- DIR [--thumb Q/M] [--preview Q/M] [--sweep] [--avif]
 //!     [--thumbs Q,Q,...] [--avif-thumbs Q,Q,... [--avif-speed S] [--avif-rect]]
 //! ```
 //!

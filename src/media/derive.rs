@@ -284,7 +284,9 @@ impl Pixels {
         if self.channels == 1 { PixelType::U8 } else { PixelType::U8x3 }
     }
 
-    /// The pixels as RGB, for encoders that take only that: gray is copied into three channels.
+    /// The pixels as RGB, for encoders that take only that (libwebp): gray is copied into three
+    /// channels.
+    #[cfg(feature = "webp-encode")]
     fn rgb(&self) -> std::borrow::Cow<'_, [u8]> {
         match self.channels {
             1 => self.buf.iter().flat_map(|&g| [g, g, g]).collect::<Vec<u8>>().into(),

@@ -2,7 +2,12 @@
 //! are set; `WebPEncodeRGB` would fix the method at 4). Made beside the JPEG of each size and
 //! served to browsers that say they accept WebP: at the same SSIM against a reference downscale
 //! it is markedly smaller (`examples/bench_thumbs.rs`, docs/benchmarks.md "Lighter galleries").
+//!
+//! No upload gets a WebP any more (`formats`): libwebp is built only with the `webp-encode`
+//! feature, which `examples/bench_thumbs.rs` needs. That keeps its C build (48 s of a cold
+//! release build on this project's machine) out of the server's.
 
+#[cfg(feature = "webp-encode")]
 use libwebp_sys as sys;
 
 use super::{DeriveError, Encoded, Pixels};
@@ -16,7 +21,14 @@ pub struct WebpSettings {
     pub method: i32,
 }
 
+/// Without libwebp in the build: refused, as no upload asks for it.
+#[cfg(not(feature = "webp-encode"))]
+pub(super) fn encode(_: &Pixels, _: WebpSettings) -> Result<Encoded, DeriveError> {
+    Err(DeriveError::Internal("this build has no WebP encoder (the webp-encode feature)".into()))
+}
+
 /// Encodes upright pixels (gray or RGB) as a lossy WebP file without metadata.
+#[cfg(feature = "webp-encode")]
 pub(super) fn encode(p: &Pixels, settings: WebpSettings) -> Result<Encoded, DeriveError> {
     let internal = |what: &str| DeriveError::Internal(format!("WebP encode: {what}"));
     // WebP's limit is 16383 on each side; derivatives are at most `PREVIEW_MAX_EDGE`.
