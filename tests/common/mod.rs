@@ -8,6 +8,7 @@ pub mod fault_proxy;
 pub mod icc;
 pub mod images;
 pub mod reading;
+pub mod restored;
 pub mod s3;
 pub mod tls;
 
