@@ -11,7 +11,7 @@ use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::images::jpeg;
+use common::images::{jpeg, jpeg_of_about};
 use common::s3::{ACCESS_KEY, REGION, SECRET_KEY};
 use common::{ADMIN_TOKEN, Backend, Guest, TestApp, fresh_postgres_database, settled, upload_form};
 use confetti::blobs::BlobStore;
@@ -149,8 +149,10 @@ enum Answered {
     Comment(String),
 }
 
-async fn send(app: &TestApp, guests: &[Guest], guest: usize, n: usize) -> Photo {
-    let (bytes, caption) = (jpeg(48 + (n % 97) as u32, 40 + (n / 97) as u32), format!("photo {n} of guest {guest}"));
+/// Uploads photo `n` (a small JPEG of its own, or `bytes`) as `guest`, with a caption.
+async fn send(app: &TestApp, guests: &[Guest], guest: usize, n: usize, bytes: Option<Vec<u8>>) -> Photo {
+    let bytes = bytes.unwrap_or_else(|| jpeg(48 + (n % 97) as u32, 40 + (n / 97) as u32));
+    let caption = format!("photo {n} of guest {guest}");
     let form = upload_form(&bytes, Some(Uuid::new_v4()), &format!("IMG_{n}.jpg"), Some(&caption));
     let response = app.upload_form(&guests[guest], form, None).await;
     assert_eq!(response.status(), StatusCode::CREATED, "upload {n}");
@@ -190,10 +192,13 @@ async fn a_backup_taken_while_guests_upload_restores_every_photo_answered_before
     for name in ["Ada", "Ben", "Cleo", "Dev"] {
         guests.push(app.join(&event, name).await);
     }
-    // Photos from before the burst, with their thumbs and previews made.
+    // Photos from before the burst, with their thumbs and previews made; one larger than a part
+    // of the stores' multipart writes (5 MiB on S3), so that it is copied a part at a time.
     let mut early = Vec::new();
     for n in 0..8 {
-        let photo = send(&app, &guests, n % guests.len(), 10_000 + n).await;
+        let large = (n == 0).then(|| jpeg_of_about(6 * 1024 * 1024));
+        assert!(large.as_ref().is_none_or(|large| large.len() > 5 * 1024 * 1024), "larger than a part");
+        let photo = send(&app, &guests, n % guests.len(), 10_000 + n, large).await;
         let next = &guests[(photo.guest + 1) % guests.len()];
         like(&app, next, &photo.id).await;
         comment(&app, next, &photo.id, &format!("lovely {n}")).await;
@@ -212,7 +217,7 @@ async fn a_backup_taken_while_guests_upload_restores_every_photo_answered_before
                 .for_each_concurrent(AT_ONCE, |n| {
                     let (app, guests, answered) = (app.clone(), guests.clone(), answered.clone());
                     async move {
-                        let photo = send(&app, &guests, n % guests.len(), n).await;
+                        let photo = send(&app, &guests, n % guests.len(), n, None).await;
                         let id = photo.id.clone();
                         let next = &guests[(photo.guest + 1) % guests.len()];
                         answered.lock().expect("log").push((Instant::now(), Answered::Upload(photo)));
