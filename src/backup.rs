@@ -32,7 +32,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 pub use manifest::{DatabaseFile, Manifest};
-pub use restore::{Restored, restore, restore_command};
+pub use restore::{Restored, Target, restore, restore_command};
 
 use crate::blobs::{BlobKey, BlobStore};
 use crate::config::BackupArgs;

@@ -1,10 +1,12 @@
 //! `confetti restore`: a backup brought back into an empty data directory. The manifest says
 //! what the backup holds: with a SQLite database, the database file (checked against its
-//! SHA-256, then opened and brought up to this build's schema) and the photos; from a
-//! PostgreSQL instance, the photos only (the database comes back with `pg_restore` or `psql`,
-//! before). Photos go into the data directory's photo store, or into `--storage`. Everything
-//! is created readable by this user only.
+//! SHA-256, then opened, which brings it up to this build's schema) and the photos; from a
+//! PostgreSQL instance, the photos only (its `pg_dump` is restored before, into the database
+//! `--database-url` names). Photos go into the data directory's photo store, or into
+//! `--storage`. Last, photos deleted while the backup ran are deleted in the restored database
+//! too. Everything is created readable by this user only.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path as FsPath, PathBuf};
 use std::time::Instant;
@@ -17,7 +19,7 @@ use tokio::io::AsyncWriteExt;
 use super::copy::{self, REQUEST_TIMEOUT, timed};
 use super::manifest::{self, DatabaseFile, Manifest};
 use super::{BLOBS, key_in_backup, open_place, size};
-use crate::blobs::BlobStore;
+use crate::blobs::{BlobKey, BlobStore};
 use crate::config::RestoreArgs;
 use crate::db::Db;
 use crate::db::backups::known_schema_version;
@@ -34,31 +36,42 @@ pub struct Restored {
     pub bytes: u64,
     /// What this run copied (a store that already held some is not written twice).
     pub copied_blobs: u64,
+    /// Photos whose bytes the backup lacks because they were deleted while it ran (after the
+    /// database's snapshot or dump): deleted here too, their quota given back.
+    pub deleted_meanwhile: u64,
     pub seconds: f64,
 }
 
-/// `confetti restore`: brings the backup at `--from` back into `--data-dir`.
+/// `confetti restore`: brings the backup at `--from` back into `--data-dir` (and, for a backup
+/// of a PostgreSQL instance, the database `--database-url` names, filled by `pg_restore`).
 pub async fn restore_command(args: RestoreArgs) -> anyhow::Result<()> {
-    if args.site.database_url.as_deref().is_some_and(|url| url.starts_with("sqlite:")) {
-        anyhow::bail!("restore writes the SQLite database into --data-dir; leave out --database-url");
-    }
     let from = open_place(&args.from, false)?;
-    let restored = restore(&from, &args.from, &args.site.data_dir, args.storage.as_deref()).await?;
+    let to = Target {
+        data_dir: &args.site.data_dir,
+        database_url: args.site.database_url.as_deref(),
+        storage: args.storage.as_deref(),
+    };
+    let restored = restore(&from, &args.from, to).await?;
     println!("{restored}");
     Ok(())
 }
 
-/// Restores the backup at `from` (named `name` in messages) into `data_dir`, which must be
-/// empty or absent. Photos go to the store `storage` names (as `--storage` does; opened once
-/// the data directory is found empty), else to the data directory's.
-pub async fn restore(
-    from: &BlobStore,
-    name: &str,
-    data_dir: &FsPath,
-    storage: Option<&str>,
-) -> anyhow::Result<Restored> {
+/// Where a restore goes.
+#[derive(Clone, Copy, Debug)]
+pub struct Target<'a> {
+    /// Empty or absent; gets the SQLite database and, by default, the photos.
+    pub data_dir: &'a FsPath,
+    /// For a backup of a PostgreSQL instance: the database its `pg_dump` was restored into.
+    pub database_url: Option<&'a str>,
+    /// Where the photos go (as `--storage`: a directory or `s3://…`), opened once the data
+    /// directory is found empty; default the data directory's store.
+    pub storage: Option<&'a str>,
+}
+
+/// Restores the backup at `from` (named `name` in messages) into `to`.
+pub async fn restore(from: &BlobStore, name: &str, to: Target<'_>) -> anyhow::Result<Restored> {
     let clock = Instant::now();
-    refuse_unless_empty(data_dir)?;
+    refuse_unless_empty(to.data_dir)?;
     let manifest = manifest::read(from, name).await?;
     let postgres = manifest.backend == "postgres";
     let known = known_schema_version(postgres);
@@ -68,15 +81,45 @@ pub async fn restore(
         manifest.confetti_version,
         manifest.schema_version
     );
-    crate::private_files::private_dir(data_dir)?;
-    if let Some(database) = &manifest.database {
-        restore_database(from, database, data_dir).await?;
+    match (postgres, to.database_url) {
+        (false, Some(_)) => {
+            anyhow::bail!("{name} holds a SQLite database, restored into --data-dir: leave out --database-url")
+        }
+        (true, None) => anyhow::bail!(
+            "{name} is a backup of a PostgreSQL instance: restore its pg_dump first, then name that database with --database-url"
+        ),
+        _ => {}
     }
-    let photos = BlobStore::open(storage, data_dir)?;
-    let (blobs, bytes, copied_blobs) = restore_blobs(from, &photos).await?;
-    let seconds = clock.elapsed().as_secs_f64();
-    let database = manifest.database.is_some();
-    Ok(Restored { manifest, data_dir: data_dir.to_owned(), database, blobs, bytes, copied_blobs, seconds })
+    crate::private_files::private_dir(to.data_dir)?;
+    if let Some(database) = &manifest.database {
+        restore_database(from, database, to.data_dir).await?;
+    }
+    let db = Db::connect(to.database_url, to.data_dir).await?;
+    let done = async {
+        if manifest.database.is_some() {
+            match db.sqlite_quick_check().await? {
+                ok if ok == "ok" => {}
+                problem => anyhow::bail!("the restored database fails SQLite's check: {problem}"),
+            }
+        }
+        let photos = BlobStore::open(to.storage, to.data_dir)?;
+        let (blobs, bytes, copied_blobs) = restore_blobs(from, &photos).await?;
+        let deleted_meanwhile = delete_what_was_deleted_meanwhile(&db, &photos, &manifest).await?;
+        anyhow::Ok((blobs, bytes, copied_blobs, deleted_meanwhile))
+    }
+    .await;
+    db.close().await;
+    let (blobs, bytes, copied_blobs, deleted_meanwhile) = done?;
+    Ok(Restored {
+        database: manifest.database.is_some(),
+        manifest,
+        data_dir: to.data_dir.to_owned(),
+        blobs,
+        bytes,
+        copied_blobs,
+        deleted_meanwhile,
+        seconds: clock.elapsed().as_secs_f64(),
+    })
 }
 
 /// A restore starts from nothing: a data directory holding anything (an earlier instance's
@@ -98,8 +141,8 @@ fn refuse_unless_empty(data_dir: &FsPath) -> anyhow::Result<()> {
     }
 }
 
-/// Writes the database file as `confetti.db` (under another name until its SHA-256 matched),
-/// then opens it, which brings it up to this build's schema, and checks it.
+/// Writes the database file as `confetti.db` (under another name until its SHA-256 matched);
+/// opening it then brings it up to this build's schema.
 async fn restore_database(from: &BlobStore, database: &DatabaseFile, data_dir: &FsPath) -> anyhow::Result<()> {
     let partial = data_dir.join("confetti.db.partial");
     let read = timed(REQUEST_TIMEOUT, from.object_store().get(&Path::from(database.file.as_str()))).await?;
@@ -123,13 +166,7 @@ async fn restore_database(from: &BlobStore, database: &DatabaseFile, data_dir: &
         );
     }
     tokio::fs::rename(&partial, data_dir.join("confetti.db")).await?;
-    let db = Db::connect(None, data_dir).await?;
-    let check = db.sqlite_quick_check().await;
-    db.close().await;
-    match check? {
-        ok if ok == "ok" => Ok(()),
-        problem => anyhow::bail!("the restored database fails SQLite's check: {problem}"),
-    }
+    Ok(())
 }
 
 /// Copies every blob of the backup into `photos` (those not there with the same size);
@@ -154,6 +191,30 @@ async fn restore_blobs(from: &BlobStore, photos: &BlobStore) -> anyhow::Result<(
     Ok((blobs, bytes, copied.len() as u64))
 }
 
+/// A photo the database holds whose original the backup lacks, and that the manifest does not
+/// name as missing from the store, was deleted while the backup ran: after the snapshot (or the
+/// dump) and before its bytes were copied. It is deleted here too, as its guest or organiser
+/// deleted it, quota given back, rather than shown without its bytes. (A photo the manifest
+/// names as missing stays: its loss is the store's, and the organiser should see it.)
+async fn delete_what_was_deleted_meanwhile(db: &Db, photos: &BlobStore, manifest: &Manifest) -> anyhow::Result<u64> {
+    let mut there = copy::sizes(photos, "originals").await?;
+    let missing: HashSet<&str> = manifest.missing_blobs.iter().map(String::as_str).collect();
+    let mut deleted = 0;
+    for upload in db.stored_uploads().await?.into_iter().filter(|u| u.deleted_at.is_none()) {
+        let original = BlobKey::Original { event_id: upload.event_id, upload_id: upload.id }.path();
+        if there.remove(&original).is_some() || missing.contains(original.as_ref()) {
+            continue;
+        }
+        let mut tx = db.begin().await?;
+        if let Some((guest_id, bytes)) = tx.mark_upload_deleted(upload.id).await? {
+            tx.refund_quota(guest_id, bytes).await?;
+            deleted += 1;
+        }
+        tx.commit().await?;
+    }
+    Ok(deleted)
+}
+
 /// The one line `confetti restore` prints.
 impl fmt::Display for Restored {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -170,8 +231,12 @@ impl fmt::Display for Restored {
             self.seconds
         )?;
         match self.database {
-            true => write!(f, "database restored (SQLite, schema {})", m.schema_version),
-            false => write!(f, "photos only: restore the PostgreSQL database from its pg_dump (pg_restore or psql)"),
+            true => write!(f, "database restored (SQLite, schema {})", m.schema_version)?,
+            false => write!(f, "photos only (the PostgreSQL database is its pg_dump's)")?,
         }
+        if self.deleted_meanwhile > 0 {
+            write!(f, "; {} photos deleted while the backup ran, deleted here too", self.deleted_meanwhile)?;
+        }
+        Ok(())
     }
 }
