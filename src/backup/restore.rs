@@ -71,7 +71,7 @@ pub struct Target<'a> {
 /// Restores the backup at `from` (named `name` in messages) into `to`.
 pub async fn restore(from: &BlobStore, name: &str, to: Target<'_>) -> anyhow::Result<Restored> {
     let clock = Instant::now();
-    refuse_unless_empty(to.data_dir)?;
+    refuse_unless_empty(to.data_dir).await?;
     let manifest = manifest::read(from, name).await?;
     let postgres = manifest.backend == "postgres";
     let known = known_schema_version(postgres);
@@ -124,19 +124,19 @@ pub async fn restore(from: &BlobStore, name: &str, to: Target<'_>) -> anyhow::Re
 
 /// A restore starts from nothing: a data directory holding anything (an earlier instance's
 /// database, a token) is refused, so nothing of it is mixed or overwritten.
-fn refuse_unless_empty(data_dir: &FsPath) -> anyhow::Result<()> {
-    match std::fs::read_dir(data_dir) {
-        Ok(mut entries) => match entries.next() {
-            None => Ok(()),
-            Some(entry) => {
-                let held = entry.map(|e| e.file_name().to_string_lossy().into_owned()).unwrap_or_default();
-                anyhow::bail!(
-                    "the data directory {} is not empty (it holds {held:?}): restore needs an empty one",
-                    data_dir.display()
-                )
-            }
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+async fn refuse_unless_empty(data_dir: &FsPath) -> anyhow::Result<()> {
+    let first = match tokio::fs::read_dir(data_dir).await {
+        Ok(mut entries) => entries.next_entry().await,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => Err(e),
+    };
+    match first {
+        Ok(None) => Ok(()),
+        Ok(Some(entry)) => anyhow::bail!(
+            "the data directory {} is not empty (it holds {:?}): restore needs an empty one",
+            data_dir.display(),
+            entry.file_name()
+        ),
         Err(e) => anyhow::bail!("cannot read the data directory {}: {e}", data_dir.display()),
     }
 }

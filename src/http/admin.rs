@@ -55,13 +55,16 @@ struct EventList {
     /// True when there are more than 500 events: the oldest are left out.
     truncated: bool,
     /// The backup (`confetti backup`) that finished last; null when none ran.
+    #[schema(required = true)]
     last_backup: Option<LastBackup>,
 }
 
 /// A backup that ran, as the command recorded it.
 #[derive(Serialize, ToSchema)]
 struct LastBackup {
+    #[schema(format = DateTime)]
     started_at: String,
+    #[schema(format = DateTime)]
     finished_at: String,
     /// Whether it holds the database: true on SQLite; on PostgreSQL `pg_dump` keeps it.
     with_database: bool,
