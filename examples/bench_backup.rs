@@ -14,6 +14,8 @@
 //! until every thumb and preview is made. Each command runs as its own process, as a host
 //! runs it from cron; the times are wall-clock times of that process. On PostgreSQL the
 //! database is kept by `pg_dump` (timed too) and restored by `pg_restore` before the photos.
+//! When `S3S_FS` names the `s3s-fs` binary, the first backup is also made to an S3-protocol
+//! server on loopback (and restored from it, on SQLite).
 
 #[path = "support/mod.rs"]
 mod support;
@@ -114,7 +116,10 @@ async fn measure(bin: &Path, backend: &str, database_url: Option<&str>, photo: &
         let took = timed(Command::new("pg_dump").args(["--format=custom", "--file"]).arg(&dump).arg(url))?;
         println!("| {backend} | pg_dump | {:.2} | 1 | {:.1} |", took.as_secs_f64(), file_size(&dump) as f64 / 1e6);
     }
-    row("first backup", site.backup(&backup)?, &backup);
+    let took = site.backup(&backup)?;
+    let manifest: Value = serde_json::from_slice(&std::fs::read(backup.join("manifest.json"))?)?;
+    let database = manifest["database"]["bytes"].as_f64().map(|b| format!(", database {:.1} MB", b / 1e6));
+    row(&format!("first backup{}", database.unwrap_or_default()), took, &backup);
     row("again, nothing new", site.backup(&backup)?, &backup);
     for n in 0..10 {
         upload(photos + n).await?;
@@ -123,6 +128,16 @@ async fn measure(bin: &Path, backend: &str, database_url: Option<&str>, photo: &
     let took = site.backup(&backup)?;
     let manifest: Value = serde_json::from_slice(&std::fs::read(backup.join("manifest.json"))?)?;
     row(&format!("again, 10 new photos ({} files copied)", manifest["copied_blobs"]), took, &backup);
+    if let Some(s3) = S3::start()? {
+        let took = timed(site.command("backup").arg("--to").arg("s3://backups/confetti").envs(s3.env()))?;
+        row("first backup to S3 (s3s-fs on loopback)", took, &s3.root.path().join("backups"));
+        let restored = work.path().join("restored-from-s3");
+        let mut restore = Command::new(bin);
+        restore.args(["restore", "--from", "s3://backups/confetti", "--data-dir"]).arg(&restored).envs(s3.env());
+        if database_url.is_none() {
+            row("restore from S3", timed(restore.env_remove("DATABASE_URL"))?, &restored);
+        }
+    }
     drop(server);
 
     let restored = work.path().join("restored");
@@ -220,6 +235,58 @@ fn tree_size(dir: &Path) -> (u64, u64) {
 
 fn file_size(file: &Path) -> u64 {
     std::fs::metadata(file).map(|m| m.len()).unwrap_or(0)
+}
+
+/// `s3s-fs` (an S3-protocol server keeping objects as files) on loopback with a bucket
+/// `backups`, when `S3S_FS` names its binary; stopped when dropped.
+struct S3 {
+    child: std::process::Child,
+    endpoint: String,
+    root: tempfile::TempDir,
+}
+
+impl S3 {
+    fn start() -> Result<Option<Self>> {
+        let Some(binary) = std::env::var_os("S3S_FS") else {
+            return Ok(None);
+        };
+        let root = tempfile::Builder::new().prefix("confetti-bench-s3-").tempdir()?;
+        std::fs::create_dir(root.path().join("backups"))?;
+        let addr = support::child::free_loopback_port()?;
+        let child = Command::new(binary)
+            .args(["--host", "127.0.0.1", "--port", &addr.port().to_string(), "--access-key", "bench", "--secret-key"])
+            .args(["bench-secret"])
+            .arg(root.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let s3 = Self { child, endpoint: format!("http://{addr}"), root };
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(addr).is_ok() {
+                return Ok(Some(s3));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!("s3s-fs did not listen on {addr}")
+    }
+
+    /// The `AWS_*` settings a host would give.
+    fn env(&self) -> [(&'static str, &str); 5] {
+        [
+            ("AWS_ACCESS_KEY_ID", "bench"),
+            ("AWS_SECRET_ACCESS_KEY", "bench-secret"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ENDPOINT", &self.endpoint),
+            ("AWS_ALLOW_HTTP", "true"),
+        ]
+    }
+}
+
+impl Drop for S3 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// A scratch PostgreSQL database beside the one `server` names, dropped by `drop_it`.
