@@ -119,8 +119,8 @@ pub async fn backup(
         copied_originals += u64::from(matches!(key, BlobKey::Original { .. }));
     }
 
-    // A needed blob the store does not have: its upload was deleted after the snapshot (no
-    // harm: a restored server deletes it again), or the store lost it (said loudly).
+    // A needed blob the store does not have: its upload was deleted after the snapshot (the
+    // restore deletes it again), or the store lost it (said loudly, and named in the manifest).
     let (mut missing_blobs, mut deleted_meanwhile) = (Vec::new(), 0);
     for key in needed.iter().filter(|key| !held.contains(key)) {
         let (_, upload_id) = key.upload().unwrap_or_default();
