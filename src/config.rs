@@ -191,6 +191,39 @@ impl ServeArgs {
     }
 }
 
+/// `confetti backup`: the instance to back up and where to.
+#[derive(Args, Clone, Debug)]
+pub struct BackupArgs {
+    #[command(flatten)]
+    pub site: SiteArgs,
+
+    /// Where the photos are, as `serve` has it: default the data directory; `s3://bucket/prefix`
+    /// for an S3-compatible store (the usual AWS_* variables).
+    #[arg(long, env = "CONFETTI_STORAGE")]
+    pub storage: Option<String>,
+
+    /// Where the backup goes: a directory, or `s3://bucket/prefix` (the same AWS_* variables).
+    /// A backup already there is brought up to date: only what is new is copied.
+    #[arg(long, env = "CONFETTI_BACKUP_TO")]
+    pub to: String,
+}
+
+/// `confetti restore`: which backup, and the empty data directory it goes into.
+#[derive(Args, Clone, Debug)]
+pub struct RestoreArgs {
+    #[command(flatten)]
+    pub site: SiteArgs,
+
+    /// Where the restored photos go: default the data directory; `s3://bucket/prefix` for an
+    /// S3-compatible store (the usual AWS_* variables).
+    #[arg(long, env = "CONFETTI_STORAGE")]
+    pub storage: Option<String>,
+
+    /// The backup: the directory or `s3://bucket/prefix` that `confetti backup --to` wrote.
+    #[arg(long, env = "CONFETTI_RESTORE_FROM")]
+    pub from: String,
+}
+
 /// The instance admin's token; from the environment, never a flag (flags show in `ps`).
 pub fn admin_token_from_env() -> Option<String> {
     std::env::var("CONFETTI_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty())

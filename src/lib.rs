@@ -11,6 +11,8 @@ pub mod allocator;
 pub mod app;
 /// Tokens, cookies and password hashing.
 pub mod auth;
+/// `confetti backup` and `confetti restore`: a consistent copy while serving, and back.
+pub mod backup;
 /// Blob storage over `object_store` with typed keys.
 pub mod blobs;
 /// Running CPU-bound and blocking work off the async runtime, bounded.

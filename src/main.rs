@@ -33,6 +33,11 @@ enum Command {
     },
     /// Bring the database schema up to date and exit.
     Migrate(SiteArgs),
+    /// Copy the database (SQLite) and every photo to a directory or an S3 bucket, while the
+    /// server runs; again later, only what is new. See docs/deploy.md, "Backups".
+    Backup(confetti::config::BackupArgs),
+    /// Bring a backup back into an empty data directory.
+    Restore(confetti::config::RestoreArgs),
     /// Exit 0 when the server at ADDR answers /healthz (for container health checks).
     Healthcheck {
         #[arg(long, default_value = "127.0.0.1:8080")]
@@ -103,6 +108,8 @@ async fn run(command: Command) -> anyhow::Result<()> {
             db.close().await;
             Ok(())
         }
+        Command::Backup(args) => confetti::backup::backup_command(args).await,
+        Command::Restore(args) => confetti::backup::restore_command(args).await,
         Command::Healthcheck { addr } => confetti::healthcheck::check(&addr).await,
         Command::MediaWorker { .. } => anyhow::bail!("a media worker is started by the server"),
         Command::Migrate(site) => {

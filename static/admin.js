@@ -1,10 +1,10 @@
 // The instance admin's page (`/admin`): log in with the admin token (kept for this tab only,
 // in sessionStorage, and sent as a bearer token), list the events with their counts, newest
-// first, and create one. Each event's card and what it offers (join link and QR code, uploads
+// first, and create one; the last backup shows under the login line. Each event's card and what it offers (join link and QR code, uploads
 // open or closed, a new organiser password, deleting the event) are in admin-event-view.js.
 
-import { h, api, ApiError } from './util.js';
-import { t, onLangChange } from './i18n.js';
+import { h, api, ApiError, formatBytes } from './util.js';
+import { t, onLangChange, lang } from './i18n.js';
 import { errorText } from './messages.js';
 import { EventCard, SharePanel, passwordRule } from './admin-event-view.js';
 
@@ -45,6 +45,7 @@ export async function adminPage({ main, title, messages }) {
   // ---- dashboard --------------------------------------------------------------------
   const who = h('span', {});
   const logout = h('button', { type: 'button', class: 'secondary small', 'data-action': 'logout' });
+  const backupNote = h('p', { class: 'backup-note', 'data-testid': 'last-backup' });
   const create = {
     title: h('h2', {}),
     nameLabel: h('label', { for: 'event_name' }),
@@ -72,6 +73,7 @@ export async function adminPage({ main, title, messages }) {
     'section',
     { class: 'admin-dashboard', hidden: true },
     h('p', { class: 'muted who-row' }, who, logout),
+    backupNote,
     h('div', { class: 'card' }, create.title, createForm, create.result),
     listTitle,
     listNote,
@@ -184,6 +186,23 @@ export async function adminPage({ main, title, messages }) {
     for (const [slug, card] of cards) if (!seen.has(slug)) removeCard(slug);
     list.replaceChildren(...order);
     renderCount();
+    renderBackup();
+  }
+
+  /** When the last backup ran and what it holds; a warning when none ran or files were missing. */
+  function renderBackup() {
+    const b = listing.last_backup;
+    backupNote.dataset.state = !b ? 'none' : b.missing_blobs > 0 ? 'missing' : 'ok';
+    if (!b) {
+      backupNote.textContent = t('admin_backup_none');
+      return;
+    }
+    const when = new Date(b.finished_at).toLocaleString(lang(), { dateStyle: 'medium', timeStyle: 'short' });
+    const photos = b.uploads === 1 ? t('photos_count_one') : t('photos_count', { n: b.uploads });
+    const parts = [t('admin_backup_last', { when }), photos, formatBytes(b.bytes, lang()), t('admin_backup_copied', { n: b.copied_blobs })];
+    if (!b.with_database) parts.push(t('admin_backup_photos_only'));
+    if (b.missing_blobs > 0) parts.push(t('admin_backup_missing', { n: b.missing_blobs }));
+    backupNote.textContent = parts.join(' · ');
   }
 
   function removeCard(slug) {
@@ -227,6 +246,7 @@ export async function adminPage({ main, title, messages }) {
     listTitle.textContent = t('admin_events_title');
     renderRule();
     renderCount();
+    renderBackup();
     for (const card of cards.values()) card.render();
     created?.render();
   }

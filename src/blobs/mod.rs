@@ -33,7 +33,7 @@ pub use s3_writer::RecordMultipart;
 use s3_writer::S3Writer;
 
 /// Where a blob lives. Paths are built only here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BlobKey {
     /// An upload being received; named by the upload id it will get if it commits.
     Temp(Uuid),
@@ -257,6 +257,25 @@ impl BlobStore {
             health: Arc::default(),
             multipart: None,
         })
+    }
+
+    /// The object store underneath and the part size its writers use, for copying whole trees
+    /// (`backup`), where a path is any path, not only a `BlobKey`'s.
+    pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    pub fn part_size(&self) -> usize {
+        self.part_size
+    }
+
+    /// What kind of store this is: `local`, `s3` or `memory` (any other store given as it is).
+    pub fn kind(&self) -> &'static str {
+        match (&self.local_root, &self.multipart) {
+            (Some(_), _) => "local",
+            (None, Some(_)) => "s3",
+            (None, None) => "memory",
+        }
     }
 
     /// Bytes an unprivileged writer may still use on the local store's filesystem; `None` for

@@ -7,6 +7,7 @@
 //! at that one place. Each backend has its own migrations under `migrations/`.
 //! Expected conflicts come back as values (`Option`, `bool`), never as errors.
 
+pub mod backups;
 pub mod blob_jobs;
 pub mod blocks;
 pub mod comments;

@@ -1,5 +1,6 @@
 //! The instance admin's routes beyond creating an event (`events`): the list of events with
-//! their counts, a new organiser password, and deleting an event. Admin bearer token only.
+//! their counts (and the last backup), a new organiser password, and deleting an event. Admin
+//! bearer token only.
 //! (The admin also changes an event with `PATCH /api/v1/events/{slug}`, in `events`.)
 
 use axum::Json;
@@ -16,8 +17,9 @@ use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
 use super::views::EventJson;
 use crate::auth;
+use crate::db::backups::BackupRecord;
 use crate::db::events::EventRow;
-use crate::domain::{EventSlug, OrganiserPassword};
+use crate::domain::{EventSlug, OrganiserPassword, rfc3339};
 use crate::error::{ApiError, ApiResult};
 use crate::event_deletion;
 use crate::http::AppState;
@@ -52,12 +54,59 @@ struct EventList {
     items: Vec<ListedEvent>,
     /// True when there are more than 500 events: the oldest are left out.
     truncated: bool,
+    /// The backup (`confetti backup`) that finished last; null when none ran.
+    #[schema(required = true)]
+    last_backup: Option<LastBackup>,
+}
+
+/// A backup that ran, as the command recorded it.
+#[derive(Serialize, ToSchema)]
+struct LastBackup {
+    #[schema(format = DateTime)]
+    started_at: String,
+    #[schema(format = DateTime)]
+    finished_at: String,
+    /// Whether it holds the database: true on SQLite; on PostgreSQL `pg_dump` keeps it.
+    with_database: bool,
+    /// Photos and videos in its database snapshot (not deleted).
+    #[schema(minimum = 0)]
+    uploads: i64,
+    /// Originals and derivatives the backup holds for them, and their bytes.
+    #[schema(minimum = 0)]
+    blobs: i64,
+    #[schema(minimum = 0)]
+    bytes: i64,
+    /// What this run copied (new since the run before); the rest was there already.
+    #[schema(minimum = 0)]
+    copied_blobs: i64,
+    #[schema(minimum = 0)]
+    copied_bytes: i64,
+    /// Blobs its database names that the photo store did not have; 0 in a healthy backup.
+    #[schema(minimum = 0)]
+    missing_blobs: i64,
+}
+
+impl LastBackup {
+    fn new(record: BackupRecord) -> Self {
+        Self {
+            started_at: rfc3339(record.started_at),
+            finished_at: rfc3339(record.finished_at),
+            with_database: record.with_database,
+            uploads: record.uploads,
+            blobs: record.blobs,
+            bytes: record.bytes,
+            copied_blobs: record.copied_blobs,
+            copied_bytes: record.copied_bytes,
+            missing_blobs: record.missing_blobs,
+        }
+    }
 }
 
 /// List events (admin)
 ///
 /// Every event that is not deleted, newest first, each with its join link, how many guests joined and how many
 /// photos it holds (`used_bytes`: their storage). At most 500; `truncated` says whether older ones were left out.
+/// `last_backup` is the backup that finished last (`confetti backup`), null when none ran.
 /// Only the admin bearer token is accepted.
 #[utoipa::path(
     get,
@@ -66,7 +115,7 @@ struct EventList {
     tag = "events",
     security(("adminBearer" = [])),
     responses(
-        (status = 200, description = "The events, newest first.", body = EventList),
+        (status = 200, description = "The events, newest first, and the last backup.", body = EventList),
         ListEventsRefusals,
     ),
 )]
@@ -83,7 +132,8 @@ async fn list_events(State(state): State<AppState>, _: Admin) -> ApiResult<Respo
             upload_count: row.upload_count,
         })
         .collect();
-    Ok(Json(EventList { items, truncated }).into_response())
+    let last_backup = state.db.last_backup().await?.map(LastBackup::new);
+    Ok(Json(EventList { items, truncated, last_backup }).into_response())
 }
 
 #[derive(Deserialize, ToSchema)]

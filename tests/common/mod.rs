@@ -9,6 +9,7 @@ pub mod generated;
 pub mod icc;
 pub mod images;
 pub mod reading;
+pub mod restored;
 pub mod s3;
 pub mod tls;
 
