@@ -9,4 +9,4 @@ scripts/ensure-build-tools.sh
 if [ ! -x target/release/confetti ]; then
   echo "confetti: building the release binary (the first build takes several minutes on a small machine)" >&2
 fi
-exec cargo run --release --locked --quiet -- serve "$@"
+exec cargo run --release --locked -- serve "$@"
