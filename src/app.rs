@@ -50,7 +50,7 @@ impl AppState {
         })?;
         let db = Db::connect(settings.database_url.as_deref(), &settings.data_dir).await?;
         let blocking = Blocking::new();
-        let derivative_workers = settings.derivative_workers.unwrap_or(blocking.background_threads());
+        let derivative_workers = settings.derivative_workers.unwrap_or(blocking.cores());
         let derivatives = Arc::new(DerivativeQueue::new(settings.derivative_lease));
         let instance = Instance::register(db.clone(), blobs.clone()).await?;
         let blob_jobs = BlobJobs::new(db.clone(), blobs.clone(), instance.id, instance.stopping());

@@ -1,11 +1,9 @@
-//! The one way to run CPU-bound or blocking work: on tokio's blocking pool, inside the
-//! caller's tracing span, and capped by a semaphore so a burst of uploads cannot occupy
-//! every thread (media work gets cores − 1 permits, password hashing its own few).
-//! Work nobody waits for (derivatives) runs on threads of its own at a lower CPU priority,
-//! so guests' requests stay quick while photos are processed.
+//! The one way to run CPU-bound or blocking work in the server: on tokio's blocking pool, inside
+//! the caller's tracing span, and capped by a semaphore so a burst of uploads cannot occupy
+//! every thread (header probes get cores − 1 permits, password hashing its own few). Decoding
+//! and encoding guests' files is not done here but in media worker processes (`sandbox`).
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::Arc;
 
 use anyhow::Context;
 use tokio::sync::Semaphore;
@@ -14,16 +12,9 @@ use tokio::sync::Semaphore;
 pub struct Blocking {
     media: Arc<Semaphore>,
     media_limit: usize,
-    background_threads: usize,
+    cores: usize,
     crypto: Arc<Semaphore>,
-    background: mpsc::Sender<Job>,
 }
-
-type Job = Box<dyn FnOnce() + Send>;
-
-/// The nice value of background threads: under contention they get about a tenth of the CPU
-/// a request thread gets, and all of it when the machine is otherwise idle.
-const BACKGROUND_NICE: i32 = 10;
 
 impl Blocking {
     pub fn new() -> Self {
@@ -32,31 +23,16 @@ impl Blocking {
         Self {
             media: Arc::new(Semaphore::new(media_limit)),
             media_limit,
-            background_threads: cores,
+            cores,
             crypto: Arc::new(Semaphore::new(cores.max(2))),
-            // One per core: at their low priority they take only what requests leave, and a
-            // batch of photos is made on every core (`examples/bench_batch.rs`).
-            background: spawn_background_threads(cores),
         }
     }
 
-    /// Background image work (derivatives) on the low-priority threads, one per core. The threads end when the last `Blocking` is dropped.
-    pub async fn background<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> anyhow::Result<R> {
-        let (done, result) = tokio::sync::oneshot::channel();
-        let span = tracing::Span::current();
-        let job: Job = Box::new(move || {
-            // A panic drops `done`: the caller sees an error, the thread lives on.
-            if let Ok(value) = catch_unwind(AssertUnwindSafe(|| span.in_scope(f))) {
-                let _ = done.send(value);
-            }
-        });
-        self.background.send(job).map_err(|_| anyhow::anyhow!("background threads stopped"))?;
-        result.await.context("background task panicked")
-    }
-
-    /// How many background jobs run at once (one per core).
-    pub fn background_threads(&self) -> usize {
-        self.background_threads
+    /// The machine's cores: the default number of derivative workers (each hands its jobs to a
+    /// media worker process at a low CPU priority, so a batch of photos is made on every core
+    /// while requests stay quick; `examples/bench_batch.rs`).
+    pub fn cores(&self) -> usize {
+        self.cores
     }
 
     /// How many media jobs run at once (cores − 1, at least one).
@@ -85,41 +61,4 @@ async fn run<R: Send + 'static>(permits: &Semaphore, f: impl FnOnce() -> R + Sen
     let _permit = permits.acquire().await.context("blocking pool closed")?;
     let span = tracing::Span::current();
     tokio::task::spawn_blocking(move || span.in_scope(f)).await.context("blocking task panicked")
-}
-
-fn spawn_background_threads(count: usize) -> mpsc::Sender<Job> {
-    let (sender, receiver) = mpsc::channel::<Job>();
-    let receiver = Arc::new(Mutex::new(receiver));
-    for i in 0..count {
-        let receiver = Arc::clone(&receiver);
-        let spawned = std::thread::Builder::new().name(format!("confetti-background-{i}")).spawn(move || {
-            lower_priority();
-            loop {
-                let job = match receiver.lock() {
-                    Ok(receiver) => receiver.recv(),
-                    Err(_) => return,
-                };
-                match job {
-                    Ok(job) => job(),
-                    Err(_) => return,
-                }
-            }
-        });
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "could not start a background thread");
-        }
-    }
-    sender
-}
-
-/// Lowers this thread's CPU priority (Linux keeps the nice value per thread).
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: gettid and setpriority only read their arguments and touch no memory of ours.
-        let result = unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, BACKGROUND_NICE) };
-        if result != 0 {
-            tracing::warn!(error = %std::io::Error::last_os_error(), "background work runs at normal priority");
-        }
-    }
 }

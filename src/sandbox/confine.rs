@@ -15,6 +15,9 @@ use super::syscalls::{self, Profile};
 
 type Result<T> = std::result::Result<T, String>;
 
+/// The nice value of workers, as the derivative threads had when decoding ran in the server.
+const WORKER_NICE: i32 = 10;
+
 /// What a job may touch in the file system.
 pub enum Files<'a> {
     /// Nothing: a derive job reads its bytes from stdin and writes to stdout.
@@ -25,7 +28,8 @@ pub enum Files<'a> {
 
 /// In a fresh worker, before it reads its job: no capabilities (a server run as root starts
 /// its workers as root), no new privileges, no core dumps, not traceable, no files written,
-/// no descriptors but stdin, stdout and stderr, and the default action for faults. The parent set `PR_SET_PDEATHSIG` before the exec;
+/// no descriptors but stdin, stdout and stderr, a low CPU priority, and the default action for
+/// faults. The parent set `PR_SET_PDEATHSIG` before the exec;
 /// a worker whose server died in between ends here.
 pub fn early(server: u32) -> Result<()> {
     // SAFETY: getppid reads no memory; prctl, setrlimit and signal are given plain integers
@@ -42,6 +46,9 @@ pub fn early(server: u32) -> Result<()> {
         }
         // close_range(3, ~0, 0): descriptors the server might have leaked despite CLOEXEC.
         check(libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) as i32, "close_range")?;
+        // Guests' requests first: a worker gets about a tenth of the CPU a request thread gets
+        // under contention, and all of it when the machine is otherwise idle.
+        check(libc::setpriority(libc::PRIO_PROCESS, 0, WORKER_NICE), "setpriority")?;
         // Rust's own handlers (which print "stack overflow") go: a fault ends the worker at
         // once, with the signal that says what happened.
         for signal in [libc::SIGSEGV, libc::SIGBUS] {
