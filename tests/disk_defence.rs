@@ -38,8 +38,9 @@ const FILLER: u64 = 512 * MIB;
 fn free_bytes(path: &Path) -> u64 {
     use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("path");
-    // SAFETY: all zeroes is a valid `statvfs`; `c_path` is NUL-terminated and outlives the call.
+    // SAFETY: all zeroes is a valid `statvfs`.
     let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c_path` is NUL-terminated and outlives the call, which writes only into `stat`.
     assert_eq!(unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) }, 0, "statvfs {}", path.display());
     #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
     let free = u64::from(stat.f_bavail) * u64::from(stat.f_frsize);
