@@ -161,6 +161,15 @@ async fn resumable_offset(
             insert(out, UPLOAD_LENGTH, &row.length.to_string());
             insert(out, UPLOAD_LIMIT, &limit(&state, &row));
         }
+        // Every byte is there and the photo is being stored: the whole length, not complete
+        // yet, and when to ask again (an append now would be told `upload_busy`).
+        Status::Completing(row) => {
+            insert(out, UPLOAD_OFFSET, &row.length.to_string());
+            out.insert(UPLOAD_COMPLETE, HeaderValue::from_static("?0"));
+            insert(out, UPLOAD_LENGTH, &row.length.to_string());
+            insert(out, UPLOAD_LIMIT, &limit(&state, &row));
+            out.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         Status::Stored(upload) => {
             insert(out, UPLOAD_OFFSET, &upload.bytes.to_string());
             out.insert(UPLOAD_COMPLETE, HeaderValue::from_static("?1"));

@@ -10,12 +10,12 @@ use chrono::Utc;
 use futures_util::{Stream, StreamExt};
 use uuid::Uuid;
 
-use super::{LEASE, LEASE_POLL, RENEW_EVERY, Resumable, ResumableError, WAIT_FOR_LEASE, completes_at_length};
+use super::{LEASE_POLL, Resumable, ResumableError, WAIT_FOR_LEASE, completes_at_length, held};
 use crate::blobs::{Kept, PartialAppender, PartialState};
 use crate::db::guests::GuestRow;
-use crate::db::resumable::{Progress, ResumableRow};
+use crate::db::resumable::{Progress, ResumableLease, ResumableRow};
 use crate::domain::{Caption, ClientUploadId, FileName};
-use crate::ingest::{Assembled, DISK_CHECK_EVERY, HEAD_CHECK_BYTES, Ingested, Pass};
+use crate::ingest::{Assembled, DISK_CHECK_EVERY, HEAD_CHECK_BYTES, IngestError, Ingested, Pass};
 
 /// What one append request says of its bytes.
 #[derive(Clone, Copy, Debug)]
@@ -104,8 +104,12 @@ impl Resumable {
             let token = Uuid::now_v7();
             match row.state.as_str() {
                 "completed" => return Ok(Leased::Stored(self.stored(guest, &row).await?)),
+                // Another request is storing the photo: nothing to wait for in two seconds.
+                "open" if row.expires_at > now && row.assembled && held(&row) => {
+                    return Err(ResumableError::Busy { offset: u64::try_from(row.upload_offset).unwrap_or(0) });
+                }
                 "open" if row.expires_at > now => {
-                    if let Some(row) = self.db.lock_resumable(id, token, now, lease_end(now)).await? {
+                    if let Some(row) = self.db.lock_resumable(id, token, now, self.lease_end(now)).await? {
                         break (row, token);
                     }
                     if waiting_since.elapsed() >= WAIT_FOR_LEASE {
@@ -148,6 +152,10 @@ impl Resumable {
         S: Stream<Item = Result<Bytes, E>> + Send + Unpin,
         E: std::fmt::Display,
     {
+        if row.assembled {
+            let result = self.retry_assembled(guest, row, token, piece).await;
+            return AppendOutcome { result, unread: Some(body) };
+        }
         let state = match partial_state(&row) {
             Ok(state) => state,
             Err(e) => return AppendOutcome { result: Err(e), unread: Some(body) },
@@ -269,7 +277,7 @@ impl Resumable {
             let kept = appender.write(chunk).await?;
             if let Some(kept) = kept {
                 self.record(lease, kept).await?;
-            } else if lease.renewed.elapsed() >= RENEW_EVERY {
+            } else if lease.renewed.elapsed() >= self.renew_every() {
                 let last = lease.last.clone();
                 self.record(lease, last).await?;
             }
@@ -310,14 +318,115 @@ impl Resumable {
             row.upload_offset = i64::try_from(offset).unwrap_or(i64::MAX);
             return Ok(Appended::Kept { offset, row: Box::new(row) });
         }
-        let key = appender.complete().await?;
-        let client_upload_id = ClientUploadId::from_uuid(row.client_upload_id).ok_or(ResumableError::NotFound)?;
+        self.complete(guest, row, lease.token, Some(appender), pass).await
+    }
+
+    /// A request on a resource whose bytes were all assembled by an earlier one that failed
+    /// inside (or died): an empty append at the length completes it from there.
+    async fn retry_assembled(
+        &self,
+        guest: GuestRow,
+        row: ResumableRow,
+        token: Uuid,
+        piece: Piece,
+    ) -> Result<Appended, ResumableError> {
+        let length = u64::try_from(row.length).unwrap_or(0);
+        if piece.content_length.is_some_and(|n| n > 0) {
+            self.db.unlock_resumable(row.id, token).await?;
+            return Err(ResumableError::InconsistentLength(format!(
+                "every one of the upload's {length} bytes has arrived; this request brings more"
+            )));
+        }
+        if !(piece.complete || completes_at_length(row.interop)) {
+            self.db.unlock_resumable(row.id, token).await?;
+            return Ok(Appended::Kept { offset: length, row: Box::new(row) });
+        }
+        // Assembled bytes left for longer than the orphan sweep's minimum age are gone: the
+        // resource cannot go on.
+        if let Err(object_store::Error::NotFound { .. }) = self.blobs.head(self.blobs.upload_key(row.event_id, row.id)).await {
+            tracing::warn!(id = %row.id, "a resumable upload's assembled bytes are gone; cancelling it");
+            self.cancel_now(&row).await;
+            return Err(ResumableError::NotFound);
+        }
+        self.complete(guest, row, token, None, None).await
+    }
+
+    /// Every byte is there: assembles the file (unless an earlier request did) and stores it,
+    /// renewing the lease meanwhile. Answers from what is stored when the lease was lost (the
+    /// holder decided). A refusal of the file cancels the resource; a failure inside keeps its
+    /// bytes and leaves it open for a retry.
+    async fn complete(
+        &self,
+        guest: GuestRow,
+        row: ResumableRow,
+        token: Uuid,
+        appender: Option<PartialAppender>,
+        pass: Option<Pass>,
+    ) -> Result<Appended, ResumableError> {
+        let lease = ResumableLease { id: row.id, token };
+        let work = self.assemble_and_store(guest.clone(), &row, lease, appender, pass);
+        let stored = tokio::select! {
+            biased;
+            stored = work => stored,
+            () = self.keep_lease(lease) => {
+                tracing::info!(id = %row.id, "lease lost while completing a resumable upload; its holder decides");
+                Err(IngestError::Superseded)
+            }
+        };
+        match stored {
+            Ok(Ingested::Created(upload)) => Ok(Appended::Stored(Box::new(Ingested::Created(upload)))),
+            Ok(Ingested::Replayed(upload)) => {
+                // Another attempt stored the key first: this resource answers with its upload.
+                self.db.complete_resumable(&lease, self.expires_from(Utc::now())).await?;
+                Ok(Appended::Stored(Box::new(Ingested::Replayed(upload))))
+            }
+            Err(IngestError::Superseded) => self.answer_stored(&guest, row.id).await,
+            Err(IngestError::Internal(e)) => {
+                tracing::warn!(error = %e, id = %row.id, "completing a resumable upload failed; its bytes are kept for a retry");
+                if let Err(unlock) = self.db.unlock_resumable(row.id, token).await {
+                    tracing::warn!(error = %unlock, id = %row.id, "could not give a resumable upload's lease back; it ends on its own");
+                }
+                Err(IngestError::Internal(e).into())
+            }
+            Err(refusal) => {
+                self.cancel_now(&row).await;
+                Err(refusal.into())
+            }
+        }
+    }
+
+    /// The file assembled at the upload's key (recorded so), then handed to the use case.
+    async fn assemble_and_store(
+        &self,
+        guest: GuestRow,
+        row: &ResumableRow,
+        lease: ResumableLease,
+        appender: Option<PartialAppender>,
+        pass: Option<Pass>,
+    ) -> Result<Ingested, IngestError> {
+        let length = u64::try_from(row.length).unwrap_or(0);
+        let key = match appender {
+            Some(appender) => {
+                let key = appender.complete().await?;
+                let now = Utc::now();
+                if !self.db.resumable_assembled(row.id, lease.token, self.lease_end(now), self.expires_from(now)).await? {
+                    // Cancelled meanwhile: its bytes go with it.
+                    self.blobs.delete(key).await?;
+                    return Err(IngestError::Superseded);
+                }
+                key
+            }
+            None => self.blobs.upload_key(row.event_id, row.id),
+        };
+        let client_upload_id =
+            ClientUploadId::from_uuid(row.client_upload_id).ok_or_else(|| anyhow::anyhow!("a nil key was kept"))?;
         let caption = match row.caption.as_deref().map(Caption::parse) {
             Some(Ok(caption)) => caption,
             _ => None,
         };
         let assembled = Assembled {
             upload_id: row.id,
+            lease_token: lease.token,
             key,
             client_upload_id,
             filename: FileName::parse(Some(&row.filename)),
@@ -325,17 +434,38 @@ impl Resumable {
             tombstone_until: self.expires_from(Utc::now()),
             pass: pass.filter(|pass| pass.bytes() == length),
         };
-        match self.ingest.complete_assembled(guest, assembled).await {
-            Ok(Ingested::Created(upload)) => Ok(Appended::Stored(Box::new(Ingested::Created(upload)))),
-            Ok(Ingested::Replayed(upload)) => {
-                // Another attempt stored the key first: this resource answers with its upload.
-                self.db.complete_resumable(row.id, self.expires_from(Utc::now())).await?;
-                Ok(Appended::Stored(Box::new(Ingested::Replayed(upload))))
+        self.ingest.complete_assembled(guest, assembled).await
+    }
+
+    /// Renews the lease every third of it while a completion works; returns once it is lost
+    /// (taken over after a stall, or the resource cancelled). A resource completed meanwhile is
+    /// not a loss: the completion that did it, this one or another, ends by itself.
+    async fn keep_lease(&self, lease: ResumableLease) {
+        loop {
+            tokio::time::sleep(self.renew_every()).await;
+            match self.db.renew_resumable(lease.id, lease.token, self.lease_end(Utc::now())).await {
+                Ok(true) => {}
+                Ok(false) => match self.db.resumable_by_id(lease.id).await {
+                    Ok(Some(row)) if row.state == "completed" => {}
+                    Ok(_) => return,
+                    Err(e) => tracing::warn!(error = %e, "could not read a resumable upload whose lease was not renewed"),
+                },
+                // Passing: two more tries before the lease runs out.
+                Err(e) => tracing::warn!(error = %e, "could not renew a resumable upload's lease"),
             }
-            Err(refusal) => {
-                self.cancel_now(&row).await;
-                Err(refusal.into())
+        }
+    }
+
+    /// After the lease was lost: the stored upload (a replay), the holder still at work
+    /// (`Busy`), or cancelled (`NotFound`).
+    async fn answer_stored(&self, guest: &GuestRow, id: Uuid) -> Result<Appended, ResumableError> {
+        let row = self.own(guest, id).await?;
+        match row.state.as_str() {
+            "completed" => Ok(Appended::Stored(Box::new(Ingested::Replayed(self.stored(guest, &row).await?)))),
+            "open" if row.expires_at > Utc::now() => {
+                Err(ResumableError::Busy { offset: u64::try_from(row.upload_offset).unwrap_or(0) })
             }
+            _ => Err(ResumableError::NotFound),
         }
     }
 
@@ -360,7 +490,7 @@ impl Resumable {
         };
         let held = self
             .db
-            .resumable_progress(lease.id, lease.token, &progress, lease_end(now), self.expires_from(now))
+            .resumable_progress(lease.id, lease.token, &progress, self.lease_end(now), self.expires_from(now))
             .await?;
         if !held {
             return Err(ResumableError::NotFound);
@@ -391,10 +521,6 @@ enum Leased {
     Row(ResumableRow, Uuid),
     /// Stored already: answered with its upload.
     Stored(crate::db::uploads::UploadRow),
-}
-
-fn lease_end(now: chrono::DateTime<Utc>) -> chrono::DateTime<Utc> {
-    now + chrono::Duration::from_std(LEASE).unwrap_or(chrono::Duration::seconds(60))
 }
 
 fn partial_state(row: &ResumableRow) -> Result<PartialState, ResumableError> {
