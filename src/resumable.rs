@@ -275,7 +275,7 @@ impl Resumable {
             // Stored: cancelling is a delete of the upload, which is another request.
             return Ok(());
         }
-        if self.db.cancel_resumable(id, Utc::now()).await? {
+        if self.db.cancel_resumable(id, Utc::now(), None).await? {
             crate::jobs::resumable_sweep::remove(&self.db, &self.blobs, &row).await;
             return Ok(());
         }

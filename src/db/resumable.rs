@@ -176,15 +176,17 @@ impl Db {
     }
 
     /// Cancels an open resource (the cleanup removes its bytes); `false` when it was not open,
-    /// or is being completed (assembled, its lease held at `now`). A request appending to it
-    /// finds its lease gone at its next step and stops.
-    pub async fn cancel_resumable(&self, id: Uuid, now: DateTime<Utc>) -> sqlx::Result<bool> {
+    /// or is being completed (assembled, its lease held at `now`) by another request than
+    /// `holder`. A request appending to it finds its lease gone at its next step and stops.
+    pub async fn cancel_resumable(&self, id: Uuid, now: DateTime<Utc>, holder: Option<Uuid>) -> sqlx::Result<bool> {
         let updated = on_db!(self, pool => sqlx::query(
             "UPDATE resumable_uploads SET state = 'cancelled', expires_at = $2, lock_token = NULL, lock_until = NULL
-             WHERE id = $1 AND state = 'open' AND NOT (assembled AND lock_until IS NOT NULL AND lock_until >= $2)",
+             WHERE id = $1 AND state = 'open'
+               AND (NOT (assembled AND lock_until IS NOT NULL AND lock_until >= $2) OR lock_token = $3)",
         )
         .bind(id)
         .bind(now)
+        .bind(holder)
         .execute(pool)
         .await
         .map(|r| r.rows_affected()))?;

@@ -182,7 +182,7 @@ impl Resumable {
                 if matches!(e, ResumableError::Refused(ref refusal) if !matches!(refusal, crate::ingest::IngestError::Internal(_)))
                     || matches!(e, ResumableError::InconsistentLength(_))
                 {
-                    self.cancel_now(&row).await;
+                    self.cancel_now(&row, token).await;
                 } else if let Err(unlock) = self.db.unlock_resumable(row.id, token).await {
                     tracing::warn!(error = %unlock, id = %row.id, "could not give a resumable upload's lease back; it ends on its own");
                 }
@@ -217,7 +217,7 @@ impl Resumable {
             Err(object_store::Error::NotFound { .. }) => {
                 // The bytes the database counts are gone: the resource cannot go on.
                 tracing::warn!(id = %row.id, "a resumable upload's bytes are gone; cancelling it");
-                self.cancel_now(row).await;
+                self.cancel_now(row, lease.token).await;
                 return Err(ResumableError::NotFound);
             }
             Err(e) => return Err(e.into()),
@@ -303,7 +303,7 @@ impl Resumable {
         let whole = appender.offset() == length;
         let completes = !cut && whole && (complete || completes_at_length(row.interop));
         if !cut && complete && !whole {
-            self.cancel_now(&row).await;
+            self.cancel_now(&row, lease.token).await;
             return Err(ResumableError::InconsistentLength(format!(
                 "the upload was declared with {length} bytes; it ended after {}",
                 appender.offset()
@@ -345,7 +345,7 @@ impl Resumable {
         // resource cannot go on.
         if let Err(object_store::Error::NotFound { .. }) = self.blobs.head(self.blobs.upload_key(row.event_id, row.id)).await {
             tracing::warn!(id = %row.id, "a resumable upload's assembled bytes are gone; cancelling it");
-            self.cancel_now(&row).await;
+            self.cancel_now(&row, token).await;
             return Err(ResumableError::NotFound);
         }
         self.complete(guest, row, token, None, None).await
@@ -389,7 +389,7 @@ impl Resumable {
                 Err(IngestError::Internal(e).into())
             }
             Err(refusal) => {
-                self.cancel_now(&row).await;
+                self.cancel_now(&row, token).await;
                 Err(refusal.into())
             }
         }
@@ -501,8 +501,8 @@ impl Resumable {
     }
 
     /// A refused or broken resource: cancelled, its bytes removed (or by the sweep).
-    async fn cancel_now(&self, row: &ResumableRow) {
-        match self.db.cancel_resumable(row.id, Utc::now()).await {
+    async fn cancel_now(&self, row: &ResumableRow, token: Uuid) {
+        match self.db.cancel_resumable(row.id, Utc::now(), Some(token)).await {
             Ok(_) => {
                 let mut row = row.clone();
                 if let Ok(Some(now)) = self.db.resumable_by_id(row.id).await {
