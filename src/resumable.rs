@@ -249,11 +249,7 @@ impl Resumable {
         // is worth waiting a little for, so the client does not send bytes the server has. A
         // completion is not: the client is told at once to ask again later.
         let waiting_since = std::time::Instant::now();
-        while row.state == "open"
-            && !row.assembled
-            && held(&row)
-            && waiting_since.elapsed() < WAIT_FOR_LEASE
-        {
+        while row.state == "open" && !row.assembled && held(&row) && waiting_since.elapsed() < WAIT_FOR_LEASE {
             tokio::time::sleep(LEASE_POLL).await;
             row = self.own(guest, id).await?;
         }

@@ -343,7 +343,11 @@ impl Tx {
     /// In the upload's own transaction: the resource is completed with the row, by the
     /// request holding its lease, if it is still open. `false` otherwise (taken over, cancelled
     /// or completed by another request): the caller rolls back, and the holder decides.
-    pub async fn complete_resumable(&mut self, lease: &ResumableLease, expires_at: DateTime<Utc>) -> sqlx::Result<bool> {
+    pub async fn complete_resumable(
+        &mut self,
+        lease: &ResumableLease,
+        expires_at: DateTime<Utc>,
+    ) -> sqlx::Result<bool> {
         let updated = on_tx!(self, tx => sqlx::query(
             "UPDATE resumable_uploads SET state = 'completed', lock_token = NULL, lock_until = NULL, expires_at = $3
              WHERE id = $1 AND lock_token = $2 AND state = 'open'",

@@ -343,7 +343,9 @@ impl Resumable {
         }
         // Assembled bytes left for longer than the orphan sweep's minimum age are gone: the
         // resource cannot go on.
-        if let Err(object_store::Error::NotFound { .. }) = self.blobs.head(self.blobs.upload_key(row.event_id, row.id)).await {
+        if let Err(object_store::Error::NotFound { .. }) =
+            self.blobs.head(self.blobs.upload_key(row.event_id, row.id)).await
+        {
             tracing::warn!(id = %row.id, "a resumable upload's assembled bytes are gone; cancelling it");
             self.cancel_now(&row, token).await;
             return Err(ResumableError::NotFound);
@@ -409,7 +411,11 @@ impl Resumable {
             Some(appender) => {
                 let key = appender.complete().await?;
                 let now = Utc::now();
-                if !self.db.resumable_assembled(row.id, lease.token, self.lease_end(now), self.expires_from(now)).await? {
+                if !self
+                    .db
+                    .resumable_assembled(row.id, lease.token, self.lease_end(now), self.expires_from(now))
+                    .await?
+                {
                     // Cancelled meanwhile: its bytes go with it.
                     self.blobs.delete(key).await?;
                     return Err(IngestError::Superseded);
@@ -448,7 +454,9 @@ impl Resumable {
                 Ok(false) => match self.db.resumable_by_id(lease.id).await {
                     Ok(Some(row)) if row.state == "completed" => {}
                     Ok(_) => return,
-                    Err(e) => tracing::warn!(error = %e, "could not read a resumable upload whose lease was not renewed"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "could not read a resumable upload whose lease was not renewed")
+                    }
                 },
                 // Passing: two more tries before the lease runs out.
                 Err(e) => tracing::warn!(error = %e, "could not renew a resumable upload's lease"),
