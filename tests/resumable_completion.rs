@@ -228,7 +228,7 @@ async fn a_cancel_during_completion_never_says_cancelled_while_the_photo_is_stor
         assembled(&app).await;
         let response = resource.delete().await;
         let status = response.status();
-        let problem = (status != StatusCode::NO_CONTENT).then(|| response);
+        let problem = (status != StatusCode::NO_CONTENT).then_some(response);
         (status, problem)
     });
     let (cancel_status, problem) = cancel;
