@@ -68,9 +68,9 @@ async fn install_faults(app: &TestApp) {
         "CREATE TABLE faults (slow BOOLEAN NOT NULL, fail BOOLEAN NOT NULL)",
         "INSERT INTO faults VALUES (0, 0)",
         "CREATE TABLE spin (x INTEGER NOT NULL)",
-        "INSERT INTO spin WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) SELECT x FROM c",
+        "INSERT INTO spin WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 350) SELECT x FROM c",
         "CREATE TRIGGER faulty_slow BEFORE INSERT ON uploads WHEN (SELECT slow FROM faults)
-         BEGIN SELECT COUNT(*) FROM spin a, spin b, spin c; END",
+         BEGIN SELECT COUNT(*) FROM spin a, spin b, spin c WHERE a.x * b.x + c.x > 0; END",
         "CREATE TRIGGER faulty_fail BEFORE INSERT ON uploads WHEN (SELECT fail FROM faults)
          BEGIN SELECT RAISE(ABORT, 'the database hiccups'); END",
     ] {
