@@ -30,6 +30,7 @@
 //! of the bytes it sent.
 
 mod append;
+mod complete;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,9 @@
 //! `upload_busy` (SQLite, whose one writer queues the retry behind the commit: the stored
 //! upload); a cancellation during it is refused, never 204 while the photo ends up stored; a
 //! commit that fails inside keeps the bytes and the resource open, and a retry stores the photo
-//! once, charged once. The database is made slow or failing at the upload's insert by a trigger.
+//! once, charged once; and one that stopped between assembling the file and recording it is
+//! finished by the retry from the assembled bytes. The database is made slow or failing by
+//! triggers.
 
 mod common;
 
@@ -45,13 +47,13 @@ async fn execute(db: &Db, sql: &'static str) {
 }
 
 /// Installs the switches: `slow` makes each upload's insert take seconds (PostgreSQL sleeps
-/// 3 s; SQLite counts a cross join for a second or two, holding its one write lock), `fail`
-/// makes it fail.
+/// 3 s; SQLite counts a cross join for about two seconds, holding its one write lock), `fail`
+/// makes it fail, `fail_mark` makes recording a resource's assembled bytes fail.
 async fn install_faults(app: &TestApp) {
     if app.backend.is_postgres() {
         for sql in [
-            "CREATE TABLE faults (slow BOOLEAN NOT NULL, fail BOOLEAN NOT NULL)",
-            "INSERT INTO faults VALUES (FALSE, FALSE)",
+            "CREATE TABLE faults (slow BOOLEAN NOT NULL, fail BOOLEAN NOT NULL, fail_mark BOOLEAN NOT NULL)",
+            "INSERT INTO faults VALUES (FALSE, FALSE, FALSE)",
             "CREATE FUNCTION faulty_upload() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
                  IF (SELECT slow FROM faults) THEN PERFORM pg_sleep(3); END IF;
@@ -59,19 +61,30 @@ async fn install_faults(app: &TestApp) {
                  RETURN NEW;
              END $$",
             "CREATE TRIGGER faulty BEFORE INSERT ON uploads FOR EACH ROW EXECUTE FUNCTION faulty_upload()",
+            "CREATE FUNCTION faulty_mark() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.assembled AND NOT OLD.assembled AND (SELECT fail_mark FROM faults) THEN
+                     RAISE EXCEPTION 'the database hiccups';
+                 END IF;
+                 RETURN NEW;
+             END $$",
+            "CREATE TRIGGER faulty_mark BEFORE UPDATE ON resumable_uploads FOR EACH ROW EXECUTE FUNCTION faulty_mark()",
         ] {
             execute(&app.db, sql).await;
         }
         return;
     }
     for sql in [
-        "CREATE TABLE faults (slow BOOLEAN NOT NULL, fail BOOLEAN NOT NULL)",
-        "INSERT INTO faults VALUES (0, 0)",
+        "CREATE TABLE faults (slow BOOLEAN NOT NULL, fail BOOLEAN NOT NULL, fail_mark BOOLEAN NOT NULL)",
+        "INSERT INTO faults VALUES (0, 0, 0)",
         "CREATE TABLE spin (x INTEGER NOT NULL)",
         "INSERT INTO spin WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 350) SELECT x FROM c",
         "CREATE TRIGGER faulty_slow BEFORE INSERT ON uploads WHEN (SELECT slow FROM faults)
          BEGIN SELECT COUNT(*) FROM spin a, spin b, spin c WHERE a.x * b.x + c.x > 0; END",
         "CREATE TRIGGER faulty_fail BEFORE INSERT ON uploads WHEN (SELECT fail FROM faults)
+         BEGIN SELECT RAISE(ABORT, 'the database hiccups'); END",
+        "CREATE TRIGGER faulty_mark BEFORE UPDATE OF assembled ON resumable_uploads
+         WHEN NEW.assembled AND NOT OLD.assembled AND (SELECT fail_mark FROM faults)
          BEGIN SELECT RAISE(ABORT, 'the database hiccups'); END",
     ] {
         execute(&app.db, sql).await;
@@ -157,16 +170,40 @@ async fn original(app: &TestApp, token: &str, id: &str) -> Bytes {
     response.bytes().await.expect("bytes")
 }
 
-fn one_second_lease() -> Options {
-    Options { resumable_lease_s: 1, ..Options::default() }
-}
-
-async fn a_completion_slower_than_its_lease_commits_once_while_a_retry_is_told_to_wait(backend: Backend) {
-    let app = TestApp::spawn_with(backend, one_second_lease()).await;
+/// An instance with a 1 s lease and the fault switches, a guest, and the file.
+async fn with_faults(backend: Backend) -> (TestApp, common::Guest, Vec<u8>) {
+    let app = TestApp::spawn_with(backend, Options { resumable_lease_s: 1, ..Options::default() }).await;
     install_faults(&app).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Ada").await;
-    let file = photo();
+    (app, guest, photo())
+}
+
+/// The last piece, sent while the switch `on` makes the database fail: 500, nothing stored.
+async fn last_piece_fails(resource: &Resource<'_>, file: &[u8], on: &'static str) {
+    execute(&resource.app.db, on).await;
+    let response = resource.patch(FIRST_PIECE, true, file[FIRST_PIECE..].to_vec()).await;
+    assert_problem(response, StatusCode::INTERNAL_SERVER_ERROR, "internal").await;
+    assert_eq!(resource.app.upload_rows().await, 0);
+}
+
+/// `response` stored the file: byte for byte, once, charged once, and only the original left
+/// (no partial file, no tail object, no assembled copy).
+async fn stored_once(app: &TestApp, guest: &common::Guest, file: &[u8], response: reqwest::Response) {
+    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(header(&response, "upload-complete"), "?1");
+    let stored: Value = response.json().await.expect("json");
+    let id = stored["id"].as_str().expect("id").to_owned();
+    assert_eq!(stored["bytes"].as_u64(), Some(file.len() as u64));
+    assert_eq!(original(app, &guest.token, &id).await, Bytes::copy_from_slice(file), "byte for byte");
+    assert_eq!(app.upload_rows().await, 1, "stored once");
+    assert_eq!(app.used_bytes(guest).await, file.len() as i64, "charged once");
+    let left: Vec<_> = app.blob_files().into_iter().filter(|p| !p.to_string_lossy().contains("originals")).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+async fn a_completion_slower_than_its_lease_commits_once_while_a_retry_is_told_to_wait(backend: Backend) {
+    let (app, guest, file) = with_faults(backend).await;
     let resource = Resource::started(&app, &guest, &file).await;
 
     execute(&app.db, "UPDATE faults SET slow = TRUE").await;
@@ -215,11 +252,7 @@ async fn a_completion_slower_than_its_lease_commits_once_while_a_retry_is_told_t
 }
 
 async fn a_cancel_during_completion_never_says_cancelled_while_the_photo_is_stored(backend: Backend) {
-    let app = TestApp::spawn_with(backend, one_second_lease()).await;
-    install_faults(&app).await;
-    let event = app.create_event().await;
-    let guest = app.join(&event, "Ada").await;
-    let file = photo();
+    let (app, guest, file) = with_faults(backend).await;
     let resource = Resource::started(&app, &guest, &file).await;
 
     execute(&app.db, "UPDATE faults SET slow = TRUE").await;
@@ -254,18 +287,11 @@ async fn a_cancel_during_completion_never_says_cancelled_while_the_photo_is_stor
 }
 
 async fn a_commit_that_fails_keeps_the_bytes_and_a_retry_stores_the_photo_once(backend: Backend) {
-    let app = TestApp::spawn_with(backend, one_second_lease()).await;
-    install_faults(&app).await;
-    let event = app.create_event().await;
-    let guest = app.join(&event, "Ada").await;
-    let file = photo();
+    let (app, guest, file) = with_faults(backend).await;
     let resource = Resource::started(&app, &guest, &file).await;
 
-    execute(&app.db, "UPDATE faults SET fail = TRUE").await;
-    let response = resource.patch(FIRST_PIECE, true, file[FIRST_PIECE..].to_vec()).await;
-    assert_problem(response, StatusCode::INTERNAL_SERVER_ERROR, "internal").await;
+    last_piece_fails(&resource, &file, "UPDATE faults SET fail = TRUE").await;
     // Nothing stored or charged, the resource open with every byte, for a retry.
-    assert_eq!(app.upload_rows().await, 0);
     assert_eq!(app.used_bytes(&guest).await, 0);
     let head = resource.head().await;
     assert_eq!(head.status(), StatusCode::NO_CONTENT);
@@ -279,25 +305,33 @@ async fn a_commit_that_fails_keeps_the_bytes_and_a_retry_stores_the_photo_once(b
     assert_eq!(header(&resource.head().await, "upload-offset"), file.len().to_string());
 
     execute(&app.db, "UPDATE faults SET fail = FALSE").await;
-    let response = resource.patch(file.len(), true, Vec::new()).await;
-    assert_eq!(response.status(), StatusCode::CREATED);
-    assert_eq!(header(&response, "upload-complete"), "?1");
-    let stored: Value = response.json().await.expect("json");
-    let id = stored["id"].as_str().expect("id").to_owned();
-    assert_eq!(stored["bytes"].as_u64(), Some(file.len() as u64));
-    assert_eq!(original(&app, &guest.token, &id).await, Bytes::from(file.clone()), "byte for byte");
-
+    stored_once(&app, &guest, &file, resource.patch(file.len(), true, Vec::new()).await).await;
     let response = resource.patch(file.len(), true, Vec::new()).await;
     assert_eq!(response.status(), StatusCode::OK, "a replay");
     assert_eq!(app.upload_rows().await, 1, "stored once");
-    assert_eq!(app.used_bytes(&guest).await, file.len() as i64, "charged once");
-    // Only the original is left: no partial file, no tail object, no assembled copy.
-    let left: Vec<_> = app.blob_files().into_iter().filter(|p| !p.to_string_lossy().contains("originals")).collect();
-    assert!(left.is_empty(), "{left:?}");
+}
+
+async fn a_completion_stopped_before_recording_its_assembled_bytes_is_finished_by_the_retry(backend: Backend) {
+    let (app, guest, file) = with_faults(backend).await;
+    let resource = Resource::started(&app, &guest, &file).await;
+
+    // The file is assembled (renamed on disk, the multipart upload completed and its tail
+    // deleted on S3), then the database fails before the row says so.
+    last_piece_fails(&resource, &file, "UPDATE faults SET fail_mark = TRUE").await;
+    execute(&app.db, "UPDATE faults SET fail_mark = FALSE").await;
+
+    // The client goes on from the offset the row has: the file is stored from the assembled
+    // bytes, once, rather than the resource being given up for lost.
+    let head = resource.head().await;
+    assert_eq!(head.status(), StatusCode::NO_CONTENT);
+    let offset: usize = header(&head, "upload-offset").parse().expect("offset");
+    assert!(offset < file.len(), "{offset}");
+    stored_once(&app, &guest, &file, resource.patch(offset, true, file[offset..].to_vec()).await).await;
 }
 
 every_store!(
     a_completion_slower_than_its_lease_commits_once_while_a_retry_is_told_to_wait,
     a_cancel_during_completion_never_says_cancelled_while_the_photo_is_stored,
     a_commit_that_fails_keeps_the_bytes_and_a_retry_stores_the_photo_once,
+    a_completion_stopped_before_recording_its_assembled_bytes_is_finished_by_the_retry,
 );

@@ -1,7 +1,7 @@
 //! Appending to a resource: the lease, the offset check, the bytes streamed to the partial
 //! store with each safe step recorded, the head checked once it has arrived, the disk's
 //! free-space floor checked before the first byte and every few MiB, and the hand-over to the
-//! upload use case at the last byte.
+//! completion (`complete`) at the last byte.
 
 use std::time::Instant;
 
@@ -13,9 +13,8 @@ use uuid::Uuid;
 use super::{LEASE_POLL, Resumable, ResumableError, WAIT_FOR_LEASE, completes_at_length, held};
 use crate::blobs::{Kept, PartialAppender, PartialState};
 use crate::db::guests::GuestRow;
-use crate::db::resumable::{Progress, ResumableLease, ResumableRow};
-use crate::domain::{Caption, ClientUploadId, FileName};
-use crate::ingest::{Assembled, DISK_CHECK_EVERY, HEAD_CHECK_BYTES, IngestError, Ingested, Pass};
+use crate::db::resumable::{Progress, ResumableRow};
+use crate::ingest::{DISK_CHECK_EVERY, HEAD_CHECK_BYTES, Ingested, Pass};
 
 /// What one append request says of its bytes.
 #[derive(Clone, Copy, Debug)]
@@ -156,6 +155,11 @@ impl Resumable {
             let result = self.retry_assembled(guest, row, token, piece).await;
             return AppendOutcome { result, unread: Some(body) };
         }
+        if finishes(&row, piece) && self.assembled_unrecorded(&row, token).await {
+            // This request's bytes are there already: the file is stored from them.
+            let result = self.complete(guest, ResumableRow { assembled: true, ..row }, token, None, None).await;
+            return AppendOutcome { result, unread: Some(body) };
+        }
         let state = match partial_state(&row) {
             Ok(state) => state,
             Err(e) => return AppendOutcome { result: Err(e), unread: Some(body) },
@@ -225,8 +229,7 @@ impl Resumable {
         // The pass over the whole file, made as the bytes arrive when this request may be the
         // one that completes it (its bytes before it read back from a local disk), or when it
         // starts the file: the completion then needs no second read.
-        let finishing = piece.complete
-            || (completes_at_length(row.interop) && piece.content_length.is_some_and(|n| state.offset + n == length));
+        let finishing = finishes(row, piece);
         let mut pass = match self.blobs.partial_file(row.id) {
             _ if state.offset == 0 => Some(Pass::default()),
             Some(file) if finishing => Some(self.ingest.pass_local(file, Some(state.offset)).await?),
@@ -321,162 +324,6 @@ impl Resumable {
         self.complete(guest, row, lease.token, Some(appender), pass).await
     }
 
-    /// A request on a resource whose bytes were all assembled by an earlier one that failed
-    /// inside (or died): an empty append at the length completes it from there.
-    async fn retry_assembled(
-        &self,
-        guest: GuestRow,
-        row: ResumableRow,
-        token: Uuid,
-        piece: Piece,
-    ) -> Result<Appended, ResumableError> {
-        let length = u64::try_from(row.length).unwrap_or(0);
-        if piece.content_length.is_some_and(|n| n > 0) {
-            self.db.unlock_resumable(row.id, token).await?;
-            return Err(ResumableError::InconsistentLength(format!(
-                "every one of the upload's {length} bytes has arrived; this request brings more"
-            )));
-        }
-        if !(piece.complete || completes_at_length(row.interop)) {
-            self.db.unlock_resumable(row.id, token).await?;
-            return Ok(Appended::Kept { offset: length, row: Box::new(row) });
-        }
-        // Assembled bytes left for longer than the orphan sweep's minimum age are gone: the
-        // resource cannot go on.
-        if let Err(object_store::Error::NotFound { .. }) =
-            self.blobs.head(self.blobs.upload_key(row.event_id, row.id)).await
-        {
-            tracing::warn!(id = %row.id, "a resumable upload's assembled bytes are gone; cancelling it");
-            self.cancel_now(&row, token).await;
-            return Err(ResumableError::NotFound);
-        }
-        self.complete(guest, row, token, None, None).await
-    }
-
-    /// Every byte is there: assembles the file (unless an earlier request did) and stores it,
-    /// renewing the lease meanwhile. Answers from what is stored when the lease was lost (the
-    /// holder decided). A refusal of the file cancels the resource; a failure inside keeps its
-    /// bytes and leaves it open for a retry.
-    async fn complete(
-        &self,
-        guest: GuestRow,
-        row: ResumableRow,
-        token: Uuid,
-        appender: Option<PartialAppender>,
-        pass: Option<Pass>,
-    ) -> Result<Appended, ResumableError> {
-        let lease = ResumableLease { id: row.id, token };
-        let work = self.assemble_and_store(guest.clone(), &row, lease, appender, pass);
-        let stored = tokio::select! {
-            biased;
-            stored = work => stored,
-            () = self.keep_lease(lease) => {
-                tracing::info!(id = %row.id, "lease lost while completing a resumable upload; its holder decides");
-                Err(IngestError::Superseded)
-            }
-        };
-        match stored {
-            Ok(Ingested::Created(upload)) => Ok(Appended::Stored(Box::new(Ingested::Created(upload)))),
-            Ok(Ingested::Replayed(upload)) => {
-                // Another attempt stored the key first: this resource answers with its upload.
-                self.db.complete_resumable(&lease, self.expires_from(Utc::now())).await?;
-                Ok(Appended::Stored(Box::new(Ingested::Replayed(upload))))
-            }
-            Err(IngestError::Superseded) => self.answer_stored(&guest, row.id).await,
-            Err(IngestError::Internal(e)) => {
-                tracing::warn!(error = %e, id = %row.id, "completing a resumable upload failed; its bytes are kept for a retry");
-                if let Err(unlock) = self.db.unlock_resumable(row.id, token).await {
-                    tracing::warn!(error = %unlock, id = %row.id, "could not give a resumable upload's lease back; it ends on its own");
-                }
-                Err(IngestError::Internal(e).into())
-            }
-            Err(refusal) => {
-                self.cancel_now(&row, token).await;
-                Err(refusal.into())
-            }
-        }
-    }
-
-    /// The file assembled at the upload's key (recorded so), then handed to the use case.
-    async fn assemble_and_store(
-        &self,
-        guest: GuestRow,
-        row: &ResumableRow,
-        lease: ResumableLease,
-        appender: Option<PartialAppender>,
-        pass: Option<Pass>,
-    ) -> Result<Ingested, IngestError> {
-        let length = u64::try_from(row.length).unwrap_or(0);
-        let key = match appender {
-            Some(appender) => {
-                let key = appender.complete().await?;
-                let now = Utc::now();
-                if !self
-                    .db
-                    .resumable_assembled(row.id, lease.token, self.lease_end(now), self.expires_from(now))
-                    .await?
-                {
-                    // Cancelled meanwhile: its bytes go with it.
-                    self.blobs.delete(key).await?;
-                    return Err(IngestError::Superseded);
-                }
-                key
-            }
-            None => self.blobs.upload_key(row.event_id, row.id),
-        };
-        let client_upload_id =
-            ClientUploadId::from_uuid(row.client_upload_id).ok_or_else(|| anyhow::anyhow!("a nil key was kept"))?;
-        let caption = match row.caption.as_deref().map(Caption::parse) {
-            Some(Ok(caption)) => caption,
-            _ => None,
-        };
-        let assembled = Assembled {
-            upload_id: row.id,
-            lease_token: lease.token,
-            key,
-            client_upload_id,
-            filename: FileName::parse(Some(&row.filename)),
-            caption,
-            tombstone_until: self.expires_from(Utc::now()),
-            pass: pass.filter(|pass| pass.bytes() == length),
-        };
-        self.ingest.complete_assembled(guest, assembled).await
-    }
-
-    /// Renews the lease every third of it while a completion works; returns once it is lost
-    /// (taken over after a stall, or the resource cancelled). A resource completed meanwhile is
-    /// not a loss: the completion that did it, this one or another, ends by itself.
-    async fn keep_lease(&self, lease: ResumableLease) {
-        loop {
-            tokio::time::sleep(self.renew_every()).await;
-            match self.db.renew_resumable(lease.id, lease.token, self.lease_end(Utc::now())).await {
-                Ok(true) => {}
-                Ok(false) => match self.db.resumable_by_id(lease.id).await {
-                    Ok(Some(row)) if row.state == "completed" => {}
-                    Ok(_) => return,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not read a resumable upload whose lease was not renewed")
-                    }
-                },
-                // Passing: two more tries before the lease runs out.
-                Err(e) => tracing::warn!(error = %e, "could not renew a resumable upload's lease"),
-            }
-        }
-    }
-
-    /// After the lease was lost: the stored upload (a replay), the holder still at work
-    /// (`Busy`), or cancelled (`NotFound`).
-    async fn answer_stored(&self, guest: &GuestRow, id: Uuid) -> Result<Appended, ResumableError> {
-        let row = self.own(guest, id).await?;
-        match row.state.as_str() {
-            "completed" => Ok(Appended::Stored(Box::new(Ingested::Replayed(self.stored(guest, &row).await?)))),
-            "open" if row.expires_at > Utc::now() => {
-                Err(ResumableError::Busy { offset: u64::try_from(row.upload_offset).unwrap_or(0) })
-            }
-            _ => Err(ResumableError::NotFound),
-        }
-    }
-
     /// Keeps the bytes written so far, records them and gives the lease back; the offset kept.
     async fn keep(&self, appender: PartialAppender, lease: &mut Lease) -> Result<u64, ResumableError> {
         let kept = appender.keep().await?;
@@ -509,7 +356,7 @@ impl Resumable {
     }
 
     /// A refused or broken resource: cancelled, its bytes removed (or by the sweep).
-    async fn cancel_now(&self, row: &ResumableRow, token: Uuid) {
+    pub(super) async fn cancel_now(&self, row: &ResumableRow, token: Uuid) {
         match self.db.cancel_resumable(row.id, Utc::now(), Some(token)).await {
             Ok(_) => {
                 let mut row = row.clone();
@@ -529,6 +376,14 @@ enum Leased {
     Row(ResumableRow, Uuid),
     /// Stored already: answered with its upload.
     Stored(crate::db::uploads::UploadRow),
+}
+
+/// Whether this request may be the one that completes the file: the client says so, or, for
+/// drafts 03–05, its bytes reach the length.
+fn finishes(row: &ResumableRow, piece: Piece) -> bool {
+    let length = u64::try_from(row.length).unwrap_or(0);
+    piece.complete
+        || (completes_at_length(row.interop) && piece.content_length.is_some_and(|n| piece.offset + n == length))
 }
 
 fn partial_state(row: &ResumableRow) -> Result<PartialState, ResumableError> {
