@@ -79,6 +79,7 @@ impl AppState {
             blobs.clone(),
             Arc::clone(&ingest),
             std::time::Duration::from_secs(settings.resumable_expiry_s.max(1)),
+            settings.resumable_lease.max(std::time::Duration::from_secs(1)),
         ));
         Ok(Self {
             blob_jobs,

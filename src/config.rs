@@ -61,6 +61,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CONFETTI_RESUMABLE_EXPIRY_S", default_value_t = defaults::RESUMABLE_EXPIRY_S)]
     pub resumable_expiry_s: u64,
 
+    /// Seconds a request appending to or completing a resumable upload holds it unless it
+    /// renews (it renews every third of it); another request takes it over only after that.
+    #[arg(long, env = "CONFETTI_RESUMABLE_LEASE_S", default_value_t = defaults::RESUMABLE_LEASE_S)]
+    pub resumable_lease_s: u64,
+
     /// The `ffmpeg` program that makes a poster frame for each video (a name on the PATH or a
     /// path). Without it videos are still stored and played, without a poster.
     #[arg(long, env = "CONFETTI_FFMPEG", default_value = defaults::FFMPEG)]
@@ -160,6 +165,7 @@ impl ServeArgs {
             max_video_bytes: self.max_video_bytes,
             max_video_seconds: self.max_video_seconds,
             resumable_expiry_s: self.resumable_expiry_s,
+            resumable_lease: Duration::from_secs(self.resumable_lease_s.max(1)),
             ffmpeg: self.ffmpeg.clone(),
             guest_quota_bytes: self.guest_quota_bytes,
             idempotency_lease_s: self.idempotency_lease_s,

@@ -111,7 +111,7 @@ error_codes! {
     UploadOffsetMismatch = "upload_offset_mismatch", CONFLICT,
         "Resumable upload: the request's `Upload-Offset` is not the resource's; `expected-offset`, `provided-offset` and the `Upload-Offset` header say where to go on.";
     UploadBusy = "upload_busy", CONFLICT,
-        "Resumable upload: another request is appending to it right now; `Upload-Offset` says how far it is, `Retry-After` when to ask again.";
+        "Resumable upload: another request is appending to it or completing it right now (or, for `DELETE`, its photo is being stored); `Upload-Offset` says how far it is, `Retry-After` when to ask again.";
     Internal = "internal", INTERNAL_SERVER_ERROR,
         "Something unexpected failed (database, storage, a panic). Logged on the server; `detail` says nothing more.";
     BodyTooLarge = "body_too_large", PAYLOAD_TOO_LARGE,

@@ -16,6 +16,12 @@
 //!   checked as soon as it is there; a refused file cancels the resource. The last byte (and
 //!   the client saying so, or, for drafts 03–05, the offset reaching the length) hands the file
 //!   to `Ingest::complete_assembled`, which completes the resource with the row.
+//! - **Completion** holds the lease too, renewed while the file is assembled, read and
+//!   committed; the commit is fenced by it (`Tx::complete_resumable`), so a request that lost
+//!   the lease commits nothing and answers from what is stored. Meanwhile the resource is
+//!   *assembled*: `HEAD` says so (`Status::Completing`), a retry is told `Busy`, and so is a
+//!   cancellation. A failure inside (the database, the store) keeps the assembled bytes and the
+//!   resource open for a retry; only a refusal of the file cancels it.
 //! - **Cancellation** and **expiry** leave a row the sweep (`jobs::resumable_sweep`) finds
 //!   until its bytes are gone; a completed resource stays as a tombstone that answers retries
 //!   with the stored upload until it expires.
@@ -24,6 +30,7 @@
 //! of the bytes it sent.
 
 mod append;
+mod complete;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,12 +48,6 @@ use crate::ingest::{Ingest, IngestError};
 
 pub use append::{AppendOutcome, Appended, Piece};
 
-/// How long an appending request holds a resource without renewing.
-const LEASE: Duration = Duration::from_secs(60);
-/// How often a request renews its lease while bytes keep coming (well inside `LEASE`, so no
-/// byte is written after another request could have taken over).
-const RENEW_EVERY: Duration = Duration::from_secs(20);
-
 /// How long a request waits for another one's lease to end before it is told `Busy`, and
 /// how often it looks meanwhile.
 const WAIT_FOR_LEASE: Duration = Duration::from_secs(2);
@@ -63,6 +64,10 @@ pub struct Resumable {
     blobs: BlobStore,
     ingest: Arc<Ingest>,
     expiry: Duration,
+    /// How long a request appending to or completing a resource holds it without renewing
+    /// (`--resumable-lease-s`); it renews every third of it, so no byte is written and nothing
+    /// committed after another request could have taken over.
+    lease: Duration,
 }
 
 /// What a client asks to create.
@@ -91,7 +96,7 @@ pub enum Created {
 pub enum ResumableError {
     #[error("no such upload resource")]
     NotFound,
-    #[error("another request is appending to this upload")]
+    #[error("another request is appending to or completing this upload")]
     Busy { offset: u64 },
     #[error("the upload's offset is {expected}, not {provided}")]
     OffsetMismatch { expected: u64, provided: u64 },
@@ -127,8 +132,8 @@ impl From<anyhow::Error> for ResumableError {
 }
 
 impl Resumable {
-    pub fn new(db: Db, blobs: BlobStore, ingest: Arc<Ingest>, expiry: Duration) -> Self {
-        Self { db, blobs, ingest, expiry }
+    pub fn new(db: Db, blobs: BlobStore, ingest: Arc<Ingest>, expiry: Duration, lease: Duration) -> Self {
+        Self { db, blobs, ingest, expiry, lease }
     }
 
     /// Whether this server's store keeps partial uploads.
@@ -143,6 +148,15 @@ impl Resumable {
     /// The most bytes a resource may declare.
     pub fn max_length(&self) -> u64 {
         self.ingest.limits().max_file_bytes()
+    }
+
+    fn lease_end(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        now + chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(60))
+    }
+
+    /// How often a request holding a lease renews it.
+    fn renew_every(&self) -> Duration {
+        self.lease / 3
     }
 
     fn expires_from(&self, now: DateTime<Utc>) -> DateTime<Utc> {
@@ -183,6 +197,7 @@ impl Resumable {
             lock_until: None,
             created_at: now,
             expires_at: self.expires_from(now),
+            assembled: false,
         };
         // The room and the reservation in one transaction under the event's lock: creations
         // racing (one guest's, or many guests') cannot each find the same room free.
@@ -228,37 +243,45 @@ impl Resumable {
         Ok(Some(row))
     }
 
-    /// The guest's resource, live: open (with its offset) or stored.
+    /// The guest's resource, live: open (with its offset), being completed, or stored.
     pub async fn status(&self, guest: &GuestRow, id: Uuid) -> Result<Status, ResumableError> {
         let mut row = self.own(guest, id).await?;
         // An append running (or cut a moment ago and writing its last bytes down): its offset
-        // is worth waiting a little for, so the client does not send bytes the server has.
+        // is worth waiting a little for, so the client does not send bytes the server has. A
+        // completion is not: the client is told at once to ask again later.
         let waiting_since = std::time::Instant::now();
-        while row.state == "open"
-            && row.lock_until.is_some_and(|until| until > Utc::now())
-            && waiting_since.elapsed() < WAIT_FOR_LEASE
-        {
+        while row.state == "open" && !row.assembled && held(&row) && waiting_since.elapsed() < WAIT_FOR_LEASE {
             tokio::time::sleep(LEASE_POLL).await;
             row = self.own(guest, id).await?;
         }
         match row.state.as_str() {
             "completed" => Ok(Status::Stored(self.stored(guest, &row).await?)),
+            "open" if row.expires_at > Utc::now() && row.assembled && held(&row) => Ok(Status::Completing(row)),
             "open" if row.expires_at > Utc::now() => Ok(Status::Open(row)),
             _ => Err(ResumableError::NotFound),
         }
     }
 
-    /// The guest cancels: the bytes go (now, or by the sweep should that fail).
+    /// The guest cancels: the bytes go (now, or by the sweep should that fail). Refused while a
+    /// request completes the resource (its photo may be stored any moment), and when it was
+    /// stored meanwhile: never an answer that says cancelled while the photo is kept. A
+    /// resource found stored already is not touched (its photo is deleted as an upload).
     pub async fn cancel(&self, guest: &GuestRow, id: Uuid) -> Result<(), ResumableError> {
         let row = self.own(guest, id).await?;
         if row.state == "completed" {
             // Stored: cancelling is a delete of the upload, which is another request.
             return Ok(());
         }
-        if self.db.cancel_resumable(id, Utc::now()).await? {
+        if self.db.cancel_resumable(id, Utc::now(), None).await? {
             crate::jobs::resumable_sweep::remove(&self.db, &self.blobs, &row).await;
+            return Ok(());
         }
-        Ok(())
+        match self.own(guest, id).await? {
+            now if now.state == "completed" || (now.state == "open" && now.assembled) => {
+                Err(ResumableError::Busy { offset: u64::try_from(now.upload_offset).unwrap_or(0) })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The resource, if it is this guest's.
@@ -281,7 +304,14 @@ impl Resumable {
 #[derive(Debug)]
 pub enum Status {
     Open(ResumableRow),
+    /// Every byte is there and a request is storing the photo: ask again shortly.
+    Completing(ResumableRow),
     Stored(UploadRow),
+}
+
+/// Whether a request holds the resource's lease now.
+fn held(row: &ResumableRow) -> bool {
+    row.lock_until.is_some_and(|until| until > Utc::now())
 }
 
 /// Why a new resource of `length` bytes does not fit: the guest's quota, then the event's cap,

@@ -14,6 +14,7 @@ pub mod defaults {
     pub const MAX_VIDEO_BYTES: u64 = 2 * 1024 * 1024 * 1024;
     pub const MAX_VIDEO_SECONDS: u64 = 600;
     pub const RESUMABLE_EXPIRY_S: u64 = 86_400;
+    pub const RESUMABLE_LEASE_S: u64 = 60;
     pub const FFMPEG: &str = "ffmpeg";
     pub const GUEST_QUOTA_BYTES: i64 = 1024 * 1024 * 1024;
     pub const IDEMPOTENCY_LEASE_S: u64 = 30;
@@ -44,6 +45,9 @@ pub struct Settings {
     pub max_video_seconds: u64,
     /// Seconds an untouched resumable upload is kept.
     pub resumable_expiry_s: u64,
+    /// How long a request appending to (or completing) a resumable upload holds it unless it
+    /// renews; it renews every third of it.
+    pub resumable_lease: Duration,
     /// The `ffmpeg` program that makes video posters; checked when the instance starts.
     pub ffmpeg: PathBuf,
     /// The program started as a media worker (`confetti media-worker`): this binary.
@@ -90,6 +94,7 @@ impl Settings {
             max_video_bytes: MAX_VIDEO_BYTES,
             max_video_seconds: MAX_VIDEO_SECONDS,
             resumable_expiry_s: RESUMABLE_EXPIRY_S,
+            resumable_lease: Duration::from_secs(RESUMABLE_LEASE_S),
             ffmpeg: PathBuf::from(FFMPEG),
             media_worker: PathBuf::from("/proc/self/exe"),
             guest_quota_bytes: GUEST_QUOTA_BYTES,

@@ -150,7 +150,8 @@ impl BlobStore {
     }
 
     /// Removes what a resource that will never complete keeps: its file, or its multipart
-    /// upload and tail object. Repeatable.
+    /// upload and tail object, and its assembled bytes if it got that far (a completion that
+    /// failed inside). Repeatable. Never for a completed resource: its bytes are its photo's.
     pub async fn remove_partial(
         &self,
         event_id: Uuid,
@@ -166,18 +167,17 @@ impl BlobStore {
                     tracing::debug!(error = %e, %id, "aborting a resumable upload's multipart upload");
                 }
             }
-            return match multipart.store.delete(&multipart.tail_path(id)).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-                Err(e) => Err(e),
-            };
-        }
-        if let Some(file) = self.partial_file(id)
+            match multipart.store.delete(&multipart.tail_path(id)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        } else if let Some(file) = self.partial_file(id)
             && let Err(e) = tokio::fs::remove_file(&file).await
             && e.kind() != std::io::ErrorKind::NotFound
         {
             return Err(local_error(e));
         }
-        Ok(())
+        self.delete(self.upload_key(event_id, id)).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! Resumable upload resources: creation (one open resource per key, with the room it needs
 //! read under the event's lock), the lease an appending request holds, progress fenced by that
-//! lease, completion (in the upload's own transaction), cancellation, and what the cleanup
-//! sweep finds.
+//! lease, completion (in the upload's own transaction, fenced by the lease too), cancellation,
+//! and what the cleanup sweep finds.
 //!
 //! An open, unexpired resource reserves its declared length against its guest's quota and its
 //! event's storage cap. Nothing is written for that: the reservation is the row itself, so it
@@ -33,6 +33,8 @@ pub struct ResumableRow {
     pub lock_until: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+    /// Every byte is at the upload's key (`BlobStore::upload_key`); the commit is next.
+    pub assembled: bool,
 }
 
 /// Where an appending request got to; written only while its lease holds.
@@ -78,7 +80,7 @@ pub(crate) use reserved_by;
 macro_rules! columns {
     () => {
         "id, event_id, guest_id, client_upload_id, filename, caption, length, upload_offset, interop, state, \
-         multipart_id, part_size, parts, tail_bytes, lock_until, created_at, expires_at"
+         multipart_id, part_size, parts, tail_bytes, lock_until, created_at, expires_at, assembled"
     };
 }
 
@@ -173,15 +175,56 @@ impl Db {
         Ok(())
     }
 
-    /// Cancels an open resource (the cleanup removes its bytes); `false` when it was not open.
-    /// A request appending to it finds its lease gone at its next step and stops.
-    pub async fn cancel_resumable(&self, id: Uuid, now: DateTime<Utc>) -> sqlx::Result<bool> {
+    /// Cancels an open resource (the cleanup removes its bytes); `false` when it was not open,
+    /// or is being completed (assembled, its lease held at `now`) by another request than
+    /// `holder`. A request appending to it finds its lease gone at its next step and stops.
+    pub async fn cancel_resumable(&self, id: Uuid, now: DateTime<Utc>, holder: Option<Uuid>) -> sqlx::Result<bool> {
         let updated = on_db!(self, pool => sqlx::query(
             "UPDATE resumable_uploads SET state = 'cancelled', expires_at = $2, lock_token = NULL, lock_until = NULL
-             WHERE id = $1 AND state = 'open'",
+             WHERE id = $1 AND state = 'open'
+               AND (NOT (assembled AND lock_until IS NOT NULL AND lock_until >= $2) OR lock_token = $3)",
         )
         .bind(id)
         .bind(now)
+        .bind(holder)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(updated == 1)
+    }
+
+    /// Every byte is at the upload's key: recorded with the lease renewed; `false` when the
+    /// lease is no longer this request's.
+    pub async fn resumable_assembled(
+        &self,
+        id: Uuid,
+        token: Uuid,
+        until: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> sqlx::Result<bool> {
+        let updated = on_db!(self, pool => sqlx::query(
+            "UPDATE resumable_uploads SET assembled = TRUE, upload_offset = length, tail_bytes = 0, lock_until = $3,
+                 expires_at = $4
+             WHERE id = $1 AND lock_token = $2 AND state = 'open'",
+        )
+        .bind(id)
+        .bind(token)
+        .bind(until)
+        .bind(expires_at)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+        Ok(updated == 1)
+    }
+
+    /// Renews a lease (a completion at work); `false` when it is no longer this request's.
+    pub async fn renew_resumable(&self, id: Uuid, token: Uuid, until: DateTime<Utc>) -> sqlx::Result<bool> {
+        let updated = on_db!(self, pool => sqlx::query(
+            "UPDATE resumable_uploads SET lock_until = $3 WHERE id = $1 AND lock_token = $2 AND state = 'open'",
+        )
+        .bind(id)
+        .bind(token)
+        .bind(until)
         .execute(pool)
         .await
         .map(|r| r.rows_affected()))?;
@@ -233,11 +276,16 @@ impl Db {
         Ok(())
     }
 
-    /// After another attempt stored the key's upload: the resource answers with it from now on.
-    pub async fn complete_resumable(&self, id: Uuid, expires_at: DateTime<Utc>) -> sqlx::Result<()> {
+    /// After another attempt stored the key's upload: the resource answers with it from now
+    /// on. `false` when the lease is no longer this request's (nothing is changed).
+    pub async fn complete_resumable(&self, lease: &ResumableLease, expires_at: DateTime<Utc>) -> sqlx::Result<bool> {
         let mut tx = self.begin().await?;
-        tx.complete_resumable(id, expires_at).await?;
-        tx.commit().await
+        if !tx.complete_resumable(lease, expires_at).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        tx.commit().await?;
+        Ok(true)
     }
 }
 
@@ -292,17 +340,31 @@ impl Tx {
         Ok(inserted == 1)
     }
 
-    /// In the upload's own transaction: the resource is completed with the row.
-    pub async fn complete_resumable(&mut self, id: Uuid, expires_at: DateTime<Utc>) -> sqlx::Result<()> {
-        on_tx!(self, tx => sqlx::query(
-            "UPDATE resumable_uploads SET state = 'completed', lock_token = NULL, lock_until = NULL, expires_at = $2
-             WHERE id = $1",
+    /// In the upload's own transaction: the resource is completed with the row, by the
+    /// request holding its lease, if it is still open. `false` otherwise (taken over, cancelled
+    /// or completed by another request): the caller rolls back, and the holder decides.
+    pub async fn complete_resumable(
+        &mut self,
+        lease: &ResumableLease,
+        expires_at: DateTime<Utc>,
+    ) -> sqlx::Result<bool> {
+        let updated = on_tx!(self, tx => sqlx::query(
+            "UPDATE resumable_uploads SET state = 'completed', lock_token = NULL, lock_until = NULL, expires_at = $3
+             WHERE id = $1 AND lock_token = $2 AND state = 'open'",
         )
-        .bind(id)
+        .bind(lease.id)
+        .bind(lease.token)
         .bind(expires_at)
         .execute(&mut **tx)
         .await
         .map(|r| r.rows_affected()))?;
-        Ok(())
+        Ok(updated == 1)
     }
+}
+
+/// A resource and the token of the request holding its lease: what fences its writes.
+#[derive(Clone, Copy, Debug)]
+pub struct ResumableLease {
+    pub id: Uuid,
+    pub token: Uuid,
 }

@@ -131,7 +131,9 @@ async fn resumable_options(State(state): State<AppState>, headers: HeaderMap) ->
 
 /// How much of a resumable upload the server has (guest)
 ///
-/// `Upload-Offset`: the bytes kept, never to be sent again; `Upload-Complete: ?1` once the file is stored.
+/// `Upload-Offset`: the bytes kept, never to be sent again; `Upload-Complete: ?1` once the file is stored. While a
+/// request is storing the photo: `Upload-Offset` equal to `Upload-Length`, `Upload-Complete: ?0` and `Retry-After: 1`
+/// (ask again then; an append meanwhile is told `upload_busy`).
 #[utoipa::path(
     head,
     path = "/api/v1/events/{slug}/uploads/resumable/{id}",
@@ -140,7 +142,7 @@ async fn resumable_options(State(state): State<AppState>, headers: HeaderMap) ->
     security(("guestBearer" = []), ("guestCookie" = [])),
     params(SlugParam, ("id" = Uuid, Path, description = "The upload resource.")),
     responses(
-        (status = 204, description = "`Upload-Offset`, `Upload-Complete`, `Upload-Length`, `Upload-Limit`, `Cache-Control: no-store`."),
+        (status = 204, description = "`Upload-Offset`, `Upload-Complete`, `Upload-Length`, `Upload-Limit`, `Cache-Control: no-store`; `Retry-After: 1` while a request is storing the photo."),
         ResumableRefusals,
     ),
 )]
@@ -161,6 +163,15 @@ async fn resumable_offset(
             insert(out, UPLOAD_LENGTH, &row.length.to_string());
             insert(out, UPLOAD_LIMIT, &limit(&state, &row));
         }
+        // Every byte is there and the photo is being stored: the whole length, not complete
+        // yet, and when to ask again (an append now would be told `upload_busy`).
+        Status::Completing(row) => {
+            insert(out, UPLOAD_OFFSET, &row.length.to_string());
+            out.insert(UPLOAD_COMPLETE, HeaderValue::from_static("?0"));
+            insert(out, UPLOAD_LENGTH, &row.length.to_string());
+            insert(out, UPLOAD_LIMIT, &limit(&state, &row));
+            out.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         Status::Stored(upload) => {
             insert(out, UPLOAD_OFFSET, &upload.bytes.to_string());
             out.insert(UPLOAD_COMPLETE, HeaderValue::from_static("?1"));
@@ -176,8 +187,11 @@ async fn resumable_offset(
 /// stored as a one-request upload is (201, or 200 `Idempotent-Replayed` when another attempt stored the key
 /// first; a retry after a lost answer gets 200 too). For interop versions 5 and 6 reaching the declared length
 /// completes. Bytes that arrived before a connection was cut are kept, and so are those that arrived before the
-/// disk reached its free-space floor (507 with `Upload-Offset`). It ignores `Idempotency-Key`: the offset
-/// makes a repeated append harmless (409 with the offset to go on from).
+/// disk reached its free-space floor (507 with `Upload-Offset`). The request storing the photo holds the resource's
+/// lease and renews it while it works; its commit is fenced by it, so a request that lost it stores nothing and answers
+/// from what is stored. A failure of the server while storing (500) keeps every byte: an empty append at the length
+/// with `Upload-Complete: ?1` stores the photo then. It ignores `Idempotency-Key`: the offset makes a repeated append
+/// harmless (409 with the offset to go on from).
 #[utoipa::path(
     patch,
     path = "/api/v1/events/{slug}/uploads/resumable/{id}",
@@ -213,8 +227,9 @@ async fn append_resumable(
 
 /// Cancel a resumable upload (guest)
 ///
-/// Its bytes are removed. A stored upload is not touched (delete it as an upload). It ignores `Idempotency-Key`:
-/// cancelling twice is 204, then 404.
+/// Its bytes are removed. A stored upload is not touched (delete it as an upload). While a request is storing the
+/// photo, or when it was stored while the cancellation was decided: 409 `upload_busy`, nothing cancelled.
+/// It ignores `Idempotency-Key`: cancelling twice is 204, then 404.
 #[utoipa::path(
     delete,
     path = "/api/v1/events/{slug}/uploads/resumable/{id}",
@@ -240,7 +255,7 @@ refusals!(ResumableRefusals {
     401 => problem("No valid guest credential.", &[Unauthenticated]),
     403 => or_cross_origin("`wrong_event`, `uploads_closed`, `guest_blocked`: as for a one-request upload.", &[WrongEvent, UploadsClosed, GuestBlocked]),
     404 => problem("No such upload resource, or another guest's, or cancelled or expired.", &[NotFound]),
-    409 => problem("`upload_offset_mismatch`: `Upload-Offset` is not the resource's (`expected-offset`, `provided-offset`, header `Upload-Offset`). `upload_busy`: another request is appending (`Retry-After`). `client_upload_id_conflict`: another guest's key.", &[UploadOffsetMismatch, UploadBusy, ClientUploadIdConflict]),
+    409 => problem("`upload_offset_mismatch`: `Upload-Offset` is not the resource's (`expected-offset`, `provided-offset`, header `Upload-Offset`). `upload_busy`: another request is appending or storing the photo; for `DELETE`, the photo is being stored (`Retry-After`, `Upload-Offset`). `client_upload_id_conflict`: another guest's key.", &[UploadOffsetMismatch, UploadBusy, ClientUploadIdConflict]),
     410 => problem("The key's upload was deleted since; it is not stored again.", &[UploadDeleted]),
     413 => problem("As for a one-request upload, checked against the declared length at creation and against the file's first bytes as soon as they have arrived.", &[FileTooLarge, QuotaExceeded, ImageTooLarge, VideoTooLong, EventStorageFull]),
     415 => problem("Not a supported photo or video, refused after its first 64 KiB; the resource is cancelled.", &[UnsupportedMediaType]),

@@ -182,6 +182,8 @@ impl From<IngestError> for ApiError {
             IngestError::MissingFile => ApiError::MissingFile,
             IngestError::InvalidMultipart(why) => ApiError::InvalidMultipart(why),
             IngestError::Internal(e) => ApiError::Internal(e),
+            // Answered from what is stored by the resumable upload before it gets here.
+            IngestError::Superseded => ApiError::Internal(anyhow::anyhow!("{e}")),
         }
     }
 }

@@ -16,6 +16,7 @@ use super::staged::Staged;
 use super::{File, Ingest, IngestError, Ingested, Key, check_declared};
 use crate::blobs::BlobKey;
 use crate::db::guests::GuestRow;
+use crate::db::resumable::ResumableLease;
 use crate::db::uploads::UploadRow;
 use crate::domain::{Caption, ClientUploadId, FileName};
 use crate::media::probe::HEAD_BYTES;
@@ -32,6 +33,8 @@ const PASS_CHUNK: usize = 1024 * 1024;
 pub struct Assembled {
     /// The resource's id: the upload gets it.
     pub upload_id: Uuid,
+    /// The completing request's lease on the resource, which fences the commit.
+    pub lease_token: Uuid,
     pub key: BlobKey,
     pub client_upload_id: ClientUploadId,
     pub filename: FileName,
@@ -119,22 +122,17 @@ impl Ingest {
         Ok(())
     }
 
-    /// The whole file is at `file.key`: replay, refuse or store it. On every way out but a
-    /// commit its blob is removed.
+    /// The whole file is at `file.key`: replay, refuse or store it. A refusal removes its
+    /// blob; a failure inside (the database, the store) or a lease lost leaves it for the
+    /// resource (`IngestError::Internal`, `IngestError::Superseded`).
     pub async fn complete_assembled(
         self: &Arc<Self>,
         guest: GuestRow,
         file: Assembled,
     ) -> Result<Ingested, IngestError> {
-        let guard = match Staged::adopt(&self.db, &self.blobs, self.instance, file.upload_id, file.key).await {
-            Ok(guard) => guard,
-            Err(e) => {
-                if let Err(e) = self.blobs.abandon(file.key, None).await {
-                    tracing::warn!(error = %e, key = ?file.key, "could not remove an assembled upload; the sweep will");
-                }
-                return Err(e);
-            }
-        };
+        // The resource owns these bytes until the commit: the cleanup of resumable uploads
+        // removes them with it, and a failure inside keeps them for a retry.
+        let guard = Staged::owned_by_resource(&self.db, &self.blobs, file.upload_id, file.key);
         let mut upload = match self.begin(guest, Some(file.client_upload_id)).await {
             Ok(upload) => upload,
             Err(refusal) => {
@@ -145,6 +143,10 @@ impl Ingest {
         upload.filename = Some(file.filename);
         upload.caption = Some(file.caption);
         if let Key::Replay(_, row) = &upload.key {
+            if row.id == file.upload_id {
+                // Completed by another request: these bytes are its photo's.
+                return Ok(Ingested::Replayed(UploadRow::clone(row)));
+            }
             guard.delete_now().await;
             check_declared(upload.filename.as_ref(), upload.caption.as_ref(), row)?;
             return Ok(Ingested::Replayed(UploadRow::clone(row)));
@@ -163,6 +165,8 @@ impl Ingest {
         };
         let pass = match pass {
             Ok(pass) => pass,
+            // The store failing: the bytes stay for a retry.
+            Err(e @ IngestError::Internal(_)) => return Err(e),
             Err(e) => {
                 guard.delete_now().await;
                 return Err(e);
@@ -180,7 +184,7 @@ impl Ingest {
             container,
             sha256: hex::encode(pass.hasher.finalize()),
             bytes: pass.bytes,
-            resumable: Some((file.upload_id, file.tombstone_until)),
+            resumable: Some((ResumableLease { id: file.upload_id, token: file.lease_token }, file.tombstone_until)),
         };
         upload.file = File::NotSeen;
         // As for a one-request upload: once the row may commit, nothing may cancel the work

@@ -51,6 +51,10 @@ pub enum IngestError {
     /// The parts cannot be read, or there are two files.
     #[error("the upload's parts cannot be read: {0}")]
     InvalidMultipart(String),
+    /// A resumable upload's lease is no longer the completing request's (taken over,
+    /// cancelled, or completed by another request): nothing was committed, the holder decides.
+    #[error("another request completes or cancels this upload now")]
+    Superseded,
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }

@@ -21,8 +21,9 @@ pub(super) struct Received {
     pub container: ContainerSniff,
     pub sha256: String,
     pub bytes: u64,
-    /// A resumable upload's resource, completed with the row, and until when it answers retries.
-    pub resumable: Option<(Uuid, chrono::DateTime<chrono::Utc>)>,
+    /// A resumable upload's resource (and its completing request's lease), completed with the
+    /// row, and until when it answers retries.
+    pub resumable: Option<(crate::db::resumable::ResumableLease, chrono::DateTime<chrono::Utc>)>,
 }
 
 impl Upload {

@@ -42,10 +42,8 @@ impl Staged {
         Ok((writer, staged))
     }
 
-    /// Records the upload at `key` as this instance's staged upload, from now until its commit:
-    /// one about to be written, or a file already whole there (a resumable upload's assembled
-    /// bytes).
-    pub async fn adopt(
+    /// Records the upload at `key` as this instance's staged upload, from now until its commit.
+    async fn adopt(
         db: &Db,
         blobs: &BlobStore,
         instance: Uuid,
@@ -62,6 +60,14 @@ impl Staged {
         db.stage_upload(&record).await.map_err(anyhow::Error::from)?;
         let multipart_id = Arc::new(OnceLock::new());
         Ok(Staged { db: db.clone(), blobs: blobs.clone(), upload_id, key, multipart_id, armed: true })
+    }
+
+    /// A resumable upload's assembled bytes at `key`: not recorded, and left where they are
+    /// when dropped (the resource owns them: a retry completes them, the resumable sweep
+    /// removes them with it); `delete_now` (a refusal) removes them.
+    pub fn owned_by_resource(db: &Db, blobs: &BlobStore, upload_id: Uuid, key: BlobKey) -> Staged {
+        let multipart_id = Arc::new(OnceLock::new());
+        Staged { db: db.clone(), blobs: blobs.clone(), upload_id, key, multipart_id, armed: false }
     }
 
     /// Records the multipart upload `create` makes, and keeps its id for abandoning it.

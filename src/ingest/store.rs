@@ -60,9 +60,14 @@ impl Upload {
         let Some((id, review)) = tx.insert_upload(&new).await? else {
             // Another attempt holds this key and has committed: replay it.
             tx.rollback().await?;
-            received.guard.delete_now().await;
             let key = key.ok_or_else(|| anyhow::anyhow!("an upload without a key conflicted"))?;
             let row = ingest.winner(&self.guest, key).await?;
+            if row.id == received.upload_id {
+                // A resumable upload completed by another request: these bytes are its photo's.
+                received.guard.disarm();
+                return Err(IngestError::Superseded);
+            }
+            received.guard.delete_now().await;
             check_declared(self.filename.as_ref(), self.caption.as_ref(), &row)?;
             return Ok(Ingested::Replayed(row));
         };
@@ -73,8 +78,13 @@ impl Upload {
         }
         tx.queue_derivatives(id).await?;
         tx.unstage_upload(id).await?;
-        if let Some((resource, until)) = received.resumable {
-            tx.complete_resumable(resource, until).await?;
+        // Fenced: only the request holding the resource's lease completes it, and only once.
+        if let Some((lease, until)) = received.resumable
+            && !tx.complete_resumable(&lease, until).await?
+        {
+            tx.rollback().await?;
+            received.guard.disarm();
+            return Err(IngestError::Superseded);
         }
         // Written to a temporary key: moved to the final one after the commit. Written straight
         // to the final key (S3): nothing to move.

@@ -1,7 +1,7 @@
 //! Appending to a resource: the lease, the offset check, the bytes streamed to the partial
 //! store with each safe step recorded, the head checked once it has arrived, the disk's
 //! free-space floor checked before the first byte and every few MiB, and the hand-over to the
-//! upload use case at the last byte.
+//! completion (`complete`) at the last byte.
 
 use std::time::Instant;
 
@@ -10,12 +10,11 @@ use chrono::Utc;
 use futures_util::{Stream, StreamExt};
 use uuid::Uuid;
 
-use super::{LEASE, LEASE_POLL, RENEW_EVERY, Resumable, ResumableError, WAIT_FOR_LEASE, completes_at_length};
+use super::{LEASE_POLL, Resumable, ResumableError, WAIT_FOR_LEASE, completes_at_length, held};
 use crate::blobs::{Kept, PartialAppender, PartialState};
 use crate::db::guests::GuestRow;
 use crate::db::resumable::{Progress, ResumableRow};
-use crate::domain::{Caption, ClientUploadId, FileName};
-use crate::ingest::{Assembled, DISK_CHECK_EVERY, HEAD_CHECK_BYTES, Ingested, Pass};
+use crate::ingest::{DISK_CHECK_EVERY, HEAD_CHECK_BYTES, Ingested, Pass};
 
 /// What one append request says of its bytes.
 #[derive(Clone, Copy, Debug)]
@@ -104,8 +103,12 @@ impl Resumable {
             let token = Uuid::now_v7();
             match row.state.as_str() {
                 "completed" => return Ok(Leased::Stored(self.stored(guest, &row).await?)),
+                // Another request is storing the photo: nothing to wait for in two seconds.
+                "open" if row.expires_at > now && row.assembled && held(&row) => {
+                    return Err(ResumableError::Busy { offset: u64::try_from(row.upload_offset).unwrap_or(0) });
+                }
                 "open" if row.expires_at > now => {
-                    if let Some(row) = self.db.lock_resumable(id, token, now, lease_end(now)).await? {
+                    if let Some(row) = self.db.lock_resumable(id, token, now, self.lease_end(now)).await? {
                         break (row, token);
                     }
                     if waiting_since.elapsed() >= WAIT_FOR_LEASE {
@@ -148,6 +151,15 @@ impl Resumable {
         S: Stream<Item = Result<Bytes, E>> + Send + Unpin,
         E: std::fmt::Display,
     {
+        if row.assembled {
+            let result = self.retry_assembled(guest, row, token, piece).await;
+            return AppendOutcome { result, unread: Some(body) };
+        }
+        if finishes(&row, piece) && self.assembled_unrecorded(&row, token).await {
+            // This request's bytes are there already: the file is stored from them.
+            let result = self.complete(guest, ResumableRow { assembled: true, ..row }, token, None, None).await;
+            return AppendOutcome { result, unread: Some(body) };
+        }
         let state = match partial_state(&row) {
             Ok(state) => state,
             Err(e) => return AppendOutcome { result: Err(e), unread: Some(body) },
@@ -174,7 +186,7 @@ impl Resumable {
                 if matches!(e, ResumableError::Refused(ref refusal) if !matches!(refusal, crate::ingest::IngestError::Internal(_)))
                     || matches!(e, ResumableError::InconsistentLength(_))
                 {
-                    self.cancel_now(&row).await;
+                    self.cancel_now(&row, token).await;
                 } else if let Err(unlock) = self.db.unlock_resumable(row.id, token).await {
                     tracing::warn!(error = %unlock, id = %row.id, "could not give a resumable upload's lease back; it ends on its own");
                 }
@@ -209,7 +221,7 @@ impl Resumable {
             Err(object_store::Error::NotFound { .. }) => {
                 // The bytes the database counts are gone: the resource cannot go on.
                 tracing::warn!(id = %row.id, "a resumable upload's bytes are gone; cancelling it");
-                self.cancel_now(row).await;
+                self.cancel_now(row, lease.token).await;
                 return Err(ResumableError::NotFound);
             }
             Err(e) => return Err(e.into()),
@@ -217,8 +229,7 @@ impl Resumable {
         // The pass over the whole file, made as the bytes arrive when this request may be the
         // one that completes it (its bytes before it read back from a local disk), or when it
         // starts the file: the completion then needs no second read.
-        let finishing = piece.complete
-            || (completes_at_length(row.interop) && piece.content_length.is_some_and(|n| state.offset + n == length));
+        let finishing = finishes(row, piece);
         let mut pass = match self.blobs.partial_file(row.id) {
             _ if state.offset == 0 => Some(Pass::default()),
             Some(file) if finishing => Some(self.ingest.pass_local(file, Some(state.offset)).await?),
@@ -269,7 +280,7 @@ impl Resumable {
             let kept = appender.write(chunk).await?;
             if let Some(kept) = kept {
                 self.record(lease, kept).await?;
-            } else if lease.renewed.elapsed() >= RENEW_EVERY {
+            } else if lease.renewed.elapsed() >= self.renew_every() {
                 let last = lease.last.clone();
                 self.record(lease, last).await?;
             }
@@ -295,7 +306,7 @@ impl Resumable {
         let whole = appender.offset() == length;
         let completes = !cut && whole && (complete || completes_at_length(row.interop));
         if !cut && complete && !whole {
-            self.cancel_now(&row).await;
+            self.cancel_now(&row, lease.token).await;
             return Err(ResumableError::InconsistentLength(format!(
                 "the upload was declared with {length} bytes; it ended after {}",
                 appender.offset()
@@ -310,33 +321,7 @@ impl Resumable {
             row.upload_offset = i64::try_from(offset).unwrap_or(i64::MAX);
             return Ok(Appended::Kept { offset, row: Box::new(row) });
         }
-        let key = appender.complete().await?;
-        let client_upload_id = ClientUploadId::from_uuid(row.client_upload_id).ok_or(ResumableError::NotFound)?;
-        let caption = match row.caption.as_deref().map(Caption::parse) {
-            Some(Ok(caption)) => caption,
-            _ => None,
-        };
-        let assembled = Assembled {
-            upload_id: row.id,
-            key,
-            client_upload_id,
-            filename: FileName::parse(Some(&row.filename)),
-            caption,
-            tombstone_until: self.expires_from(Utc::now()),
-            pass: pass.filter(|pass| pass.bytes() == length),
-        };
-        match self.ingest.complete_assembled(guest, assembled).await {
-            Ok(Ingested::Created(upload)) => Ok(Appended::Stored(Box::new(Ingested::Created(upload)))),
-            Ok(Ingested::Replayed(upload)) => {
-                // Another attempt stored the key first: this resource answers with its upload.
-                self.db.complete_resumable(row.id, self.expires_from(Utc::now())).await?;
-                Ok(Appended::Stored(Box::new(Ingested::Replayed(upload))))
-            }
-            Err(refusal) => {
-                self.cancel_now(&row).await;
-                Err(refusal.into())
-            }
-        }
+        self.complete(guest, row, lease.token, Some(appender), pass).await
     }
 
     /// Keeps the bytes written so far, records them and gives the lease back; the offset kept.
@@ -360,7 +345,7 @@ impl Resumable {
         };
         let held = self
             .db
-            .resumable_progress(lease.id, lease.token, &progress, lease_end(now), self.expires_from(now))
+            .resumable_progress(lease.id, lease.token, &progress, self.lease_end(now), self.expires_from(now))
             .await?;
         if !held {
             return Err(ResumableError::NotFound);
@@ -371,8 +356,8 @@ impl Resumable {
     }
 
     /// A refused or broken resource: cancelled, its bytes removed (or by the sweep).
-    async fn cancel_now(&self, row: &ResumableRow) {
-        match self.db.cancel_resumable(row.id, Utc::now()).await {
+    pub(super) async fn cancel_now(&self, row: &ResumableRow, token: Uuid) {
+        match self.db.cancel_resumable(row.id, Utc::now(), Some(token)).await {
             Ok(_) => {
                 let mut row = row.clone();
                 if let Ok(Some(now)) = self.db.resumable_by_id(row.id).await {
@@ -393,8 +378,12 @@ enum Leased {
     Stored(crate::db::uploads::UploadRow),
 }
 
-fn lease_end(now: chrono::DateTime<Utc>) -> chrono::DateTime<Utc> {
-    now + chrono::Duration::from_std(LEASE).unwrap_or(chrono::Duration::seconds(60))
+/// Whether this request may be the one that completes the file: the client says so, or, for
+/// drafts 03–05, its bytes reach the length.
+fn finishes(row: &ResumableRow, piece: Piece) -> bool {
+    let length = u64::try_from(row.length).unwrap_or(0);
+    piece.complete
+        || (completes_at_length(row.interop) && piece.content_length.is_some_and(|n| piece.offset + n == length))
 }
 
 fn partial_state(row: &ResumableRow) -> Result<PartialState, ResumableError> {

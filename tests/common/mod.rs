@@ -120,6 +120,7 @@ pub struct Options {
     pub resumable_expiry_s: u64,
     /// The program that makes video posters.
     pub ffmpeg: PathBuf,
+    pub resumable_lease_s: u64,
 }
 
 /// The server's own defaults (`confetti::settings::defaults`), except where a test machine
@@ -148,6 +149,7 @@ impl Default for Options {
             max_video_seconds: MAX_VIDEO_SECONDS,
             resumable_expiry_s: RESUMABLE_EXPIRY_S,
             ffmpeg: PathBuf::from(FFMPEG),
+            resumable_lease_s: RESUMABLE_LEASE_S,
         }
     }
 }
@@ -324,6 +326,7 @@ impl TestApp {
             max_video_seconds: options.max_video_seconds,
             resumable_expiry_s: options.resumable_expiry_s,
             ffmpeg: options.ffmpeg.clone(),
+            resumable_lease: Duration::from_secs(options.resumable_lease_s),
             // The test binary is not Confetti: its workers are the built server's.
             media_worker: PathBuf::from(env!("CARGO_BIN_EXE_confetti")),
             ..Settings::new(data_dir.path(), &format!("http://{addr}"))
