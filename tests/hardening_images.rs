@@ -65,27 +65,26 @@ async fn a_gif_whose_frame_outgrows_its_screen_is_refused_as_too_large(backend: 
     app.assert_nothing_stored(&guest).await;
 }
 
-async fn a_progressive_jpeg_over_the_memory_budget_ends_failed_at_once(backend: Backend) {
+/// 10000² at 4:2:0 is 2.3 million blocks of 64 coefficients, 300 MB before any pixel: more than
+/// a decode in the server's process was allowed, well inside a media worker's limit for 100 MP
+/// (1.85 GiB, enforced by the kernel). It is made, and the server's own memory never sees it.
+async fn a_progressive_jpeg_of_100_megapixels_is_made_inside_its_workers_limit(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Anna").await;
-    // 10000² at 4:2:0: 2.3 million blocks of 64 coefficients, 300 MB before any pixel.
     let original = images::progressive_jpeg_declaring(10_000, 10_000);
 
     let created = upload_ok(&app, &guest, &original).await;
-    let upload = settled(&app, &guest.token, created["id"].as_str().expect("id"), Duration::from_secs(30)).await;
-    assert_eq!(upload["status"], "failed", "{upload}");
-    assert_eq!(upload["urls"]["preview"], Value::Null);
-    assert!(app.derivative_files().is_empty());
-    let original_url = upload["urls"]["original"].as_str().expect("the original stays");
-    let response = app.client.get(app.url(original_url)).bearer_auth(&guest.token).send().await.expect("GET");
-    assert_eq!(response.status(), StatusCode::OK);
+    let upload = settled(&app, &guest.token, created["id"].as_str().expect("id"), Duration::from_secs(60)).await;
+    assert_eq!(upload["status"], "ready", "{upload}");
+    assert!(upload["urls"]["preview"].is_string(), "{upload}");
+    assert!(!app.derivative_files().is_empty());
 }
 
 both_backends!(
     a_jpeg_with_more_than_64_kib_of_app_segments_gets_its_derivatives,
     a_gif_whose_frame_outgrows_its_screen_is_refused_as_too_large,
-    a_progressive_jpeg_over_the_memory_budget_ends_failed_at_once,
+    a_progressive_jpeg_of_100_megapixels_is_made_inside_its_workers_limit,
 );
 
 /// The database plays no part in decoding: one backend is enough. Memory is this whole test
