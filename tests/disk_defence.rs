@@ -70,15 +70,7 @@ async fn spawn_near_the_floor(backend: Backend) -> TestApp {
 
 /// A real JPEG of exactly `len` bytes (a phone's trailer of noise after the image).
 fn photo(len: usize) -> Vec<u8> {
-    let mut bytes = images::jpeg(64, 48);
-    let mut state = 0x2545_f491_u32;
-    while bytes.len() < len {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        bytes.push(state as u8);
-    }
-    bytes
+    images::jpeg_padded(len)
 }
 
 async fn create(app: &TestApp, guest: &Guest, length: u64) -> reqwest::Response {

@@ -27,15 +27,7 @@ const FIRST_PIECE: usize = 3 * 1024 * 1024;
 
 /// A real JPEG followed by noise up to `FILE_BYTES`.
 fn photo() -> Vec<u8> {
-    let mut bytes = images::jpeg(64, 48);
-    let mut state = 0x2545_f491_u32;
-    while bytes.len() < FILE_BYTES {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        bytes.push(state as u8);
-    }
-    bytes
+    images::jpeg_padded(FILE_BYTES)
 }
 
 async fn execute(db: &Db, sql: &'static str) {

@@ -274,3 +274,17 @@ pub fn progressive_jpeg_declaring(w: u16, h: u16) -> Vec<u8> {
     bytes[sof + 7..sof + 9].copy_from_slice(&w.to_be_bytes());
     bytes
 }
+
+/// A real JPEG followed by noise up to exactly `len` bytes (a phone's trailer after the image):
+/// a file of any size that the server takes as a photo.
+pub fn jpeg_padded(len: usize) -> Vec<u8> {
+    let mut bytes = jpeg(64, 48);
+    let mut state = 0x2545_f491_u32;
+    while bytes.len() < len {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        bytes.push(state as u8);
+    }
+    bytes
+}
