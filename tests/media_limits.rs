@@ -1,12 +1,14 @@
-//! Time, as a guest's file can take it from others: a progressive JPEG that repeats its scans
-//! is refused after 64 of them instead of holding a worker for minutes, and one guest's slow
-//! files do not hold another guest's photo back (the queue serves guests in turn).
+//! Time and memory, as a guest's file can take them from others: a progressive JPEG that
+//! repeats its scans is refused after 64 of them instead of holding a worker for minutes, one
+//! guest's slow files do not hold another guest's photo back (the queue serves guests in turn),
+//! and a HEIC whose label understates its stream is refused by the stream's own size.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Backend, Options, TestApp, settled_within, upload_ok};
+use common::{Backend, Options, TestApp, assert_problem, settled_within, upload_ok};
+use reqwest::StatusCode;
 
 /// A real progressive JPEG whose last scan is repeated `repeats` more times: valid to a
 /// decoder, which does a full pass over the coefficients for each.
@@ -94,14 +96,13 @@ async fn one_guests_slow_photos_do_not_hold_another_guests_photo_back(backend: B
     }
 }
 
-/// A HEIC whose `ispe` says 320×240 over an 8192×8192 HEVC stream: the upload check and the
-/// worker's limits follow the label, so the decoder's 300 MB of planes are refused by the kernel
-/// (the allocation fails) and the upload ends `failed`, instead of the server's memory growing
-/// by what the stream asks for.
-async fn a_heic_that_understates_its_size_fails_within_the_size_it_claimed(backend: Backend) {
+/// A HEIC whose `ispe` says 320×240 over an 8192×8192 HEVC stream: the decoder would allocate
+/// what the stream's SPS says, so the upload is refused on it before any decoder sees the file
+/// (the server's memory used to grow by what the stream asks for), and nothing is stored.
+async fn a_heic_that_understates_its_size_is_refused_by_its_stream_size(backend: Backend) {
     let honest = common::generated::heic("8192x8192.heic", "8192x8192");
     let liar = common::generated::made("liar.heic", |out| {
-        let mut bytes = std::fs::read(honest).expect("heic");
+        let mut bytes = std::fs::read(&honest).expect("heic");
         let ispe = bytes.windows(4).position(|w| w == b"ispe").expect("an ispe box");
         bytes[ispe + 8..ispe + 16].copy_from_slice(&[0, 0, 1, 64, 0, 0, 0, 240]);
         std::fs::write(out, bytes).expect("write");
@@ -109,16 +110,18 @@ async fn a_heic_that_understates_its_size_fails_within_the_size_it_claimed(backe
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let guest = app.join(&event, "Mallory").await;
-    let token = app.organiser_login(&event).await;
-    let upload = upload_ok(&app, &guest, &std::fs::read(liar).expect("read")).await;
-    assert_eq!((upload["width"].as_i64(), upload["height"].as_i64()), (Some(320), Some(240)), "{upload}");
-    let done = settled_within(&app, &token, upload["id"].as_str().expect("id"), Duration::from_secs(60)).await;
-    assert_eq!(done["status"], "failed", "{done}");
-    assert!(done["failure"].as_str().is_some_and(|f| f.contains("memory") || f.contains("Memory")), "{done}");
+    let response = app.upload(&guest, &std::fs::read(liar).expect("read"), None).await;
+    let problem = assert_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("8192×8192") && detail.contains("320×240"), "{problem}");
+    app.assert_nothing_stored(&guest).await;
+    // The honest file is taken.
+    let upload = upload_ok(&app, &guest, &std::fs::read(honest).expect("read")).await;
+    assert_eq!((upload["width"].as_i64(), upload["height"].as_i64()), (Some(8192), Some(8192)), "{upload}");
 }
 
 both_backends!(
-    a_heic_that_understates_its_size_fails_within_the_size_it_claimed,
+    a_heic_that_understates_its_size_is_refused_by_its_stream_size,
     a_jpeg_that_repeats_its_scans_is_refused_at_the_scan_limit,
     one_guests_slow_photos_do_not_hold_another_guests_photo_back,
 );

@@ -404,6 +404,67 @@ async fn an_mp4_without_a_video_track_or_in_another_codec_is_refused_by_name(bac
     app.assert_nothing_stored(&guest).await;
 }
 
+/// `bytes` with its track header's display size set to 320×240, whatever its stream holds.
+fn labelled_320x240(mut bytes: Vec<u8>) -> Vec<u8> {
+    let at = bytes.windows(4).position(|w| w == b"tkhd").expect("a tkhd box") - 4;
+    let end = at + u32::from_be_bytes(bytes[at..at + 4].try_into().expect("size")) as usize;
+    bytes[end - 8..end].copy_from_slice(&[0x01, 0x40, 0, 0, 0, 0xF0, 0, 0]);
+    bytes
+}
+
+/// The decoder allocates what the stream's SPS says: a 2560×1920 stream (H.264 and HEVC) whose
+/// track header says 320×240 is refused at upload, naming both sizes; over the pixel limit, by
+/// the stream's pixels. The same file with its honest label is taken.
+async fn a_video_whose_track_header_understates_its_stream_is_refused(backend: Backend) {
+    let dir = tempfile::tempdir().expect("dir");
+    let options = Options { max_image_pixels: 6_000_000, ..Options::default() };
+    let app = TestApp::spawn_with(backend, options).await;
+    let event = app.create_event().await;
+    let guest = app.join(&event, "Mallory").await;
+    for (codec, name) in [("libx264", "avc.mp4"), ("libx265", "hevc.mp4")] {
+        let honest = ffmpeg(
+            dir.path(),
+            name,
+            &[
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=size=2560x1920",
+                "-frames:v",
+                "1",
+                "-pix_fmt",
+                "yuv420p",
+                "-c:v",
+                codec,
+                "-tag:v",
+                if codec == "libx264" { "avc1" } else { "hvc1" },
+            ],
+        );
+        let liar = labelled_320x240(honest.clone());
+        let rows = app.upload_rows().await;
+        let response = app.upload_form(&guest, video_form(&liar, name, "video/mp4"), None).await;
+        let problem = assert_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
+        let detail = problem["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains("2560×1920") && detail.contains("320×240"), "{codec}: {problem}");
+        assert_eq!(app.upload_rows().await, rows, "nothing stored");
+        let upload = upload_video(&app, &guest, &honest, name, "video/mp4").await;
+        assert_eq!((upload["width"].as_i64(), upload["height"].as_i64()), (Some(2560), Some(1920)), "{upload}");
+    }
+    // Over the pixel limit by its stream, not by its label.
+    let big = ffmpeg(
+        dir.path(),
+        "big.mp4",
+        &["-f", "lavfi", "-i", "testsrc2=size=2800x2400", "-frames:v", "1", "-pix_fmt", "yuv420p", "-c:v", "libx264"],
+    );
+    let mut big = labelled_320x240(big);
+    let at = big.windows(4).position(|w| w == b"tkhd").expect("tkhd") - 4;
+    let end = at + u32::from_be_bytes(big[at..at + 4].try_into().expect("size")) as usize;
+    big[end - 8..end].copy_from_slice(&[0x09, 0x60, 0, 0, 0x07, 0xD0, 0, 0]);
+    let response = app.upload_form(&guest, video_form(&big, "big.mp4", "video/mp4"), None).await;
+    let problem = assert_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "image_too_large").await;
+    assert_eq!(problem["pixels"].as_u64(), Some(2800 * 2400), "{problem}");
+}
+
 // On S3 the movie header at the end is read back with a range request, and `ffmpeg` reads a
 // temporary copy of the original.
 every_store!(a_video_is_ready_and_served_in_ranges_as_its_type, a_rotated_video_is_shown_upright);
@@ -415,4 +476,5 @@ both_backends!(
     videos_are_held_to_their_own_limits,
     a_fast_start_video_over_the_duration_limit_is_refused_before_its_data_is_stored,
     an_mp4_without_a_video_track_or_in_another_codec_is_refused_by_name,
+    a_video_whose_track_header_understates_its_stream_is_refused,
 );

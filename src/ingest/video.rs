@@ -56,10 +56,18 @@ impl Ingest {
 
     /// The operator's limits on a video, from its header: frame size and duration.
     fn check_video(&self, probe: &VideoProbe) -> Result<(), IngestError> {
-        let pixels = u64::from(probe.width) * u64::from(probe.height);
+        let pixels = probe.decoded_pixels();
         let max_pixels = self.limits.max_image_pixels;
         if pixels > max_pixels {
             return Err(IngestError::TooManyPixels { pixels, limit: max_pixels });
+        }
+        if let (true, Some((w, h))) = (probe.understates_its_stream(), probe.coded) {
+            return Err(IngestError::UnsupportedMediaType(format!(
+                "the {} video's stream ({w}×{h}) is larger than its header says ({}×{})",
+                probe.container.name(),
+                probe.width,
+                probe.height
+            )));
         }
         let limit_s = self.limits.max_video_seconds;
         if let Some(ms) = probe.duration_ms

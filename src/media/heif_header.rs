@@ -15,6 +15,8 @@
 //!
 //! AVIF (AV1 in the same container) is not accepted: only HEVC (`hvc1`) images and grids.
 
+use super::param_sets;
+
 /// Brands of HEIF files with HEVC images (ISO/IEC 23008-12 annex B) and the generic ones.
 const BRANDS: [&[u8; 4]; 8] = [b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"mif1", b"msf1"];
 
@@ -225,6 +227,7 @@ pub fn read(head: &[u8], file_len: u64, max_pixels: u64) -> Result<HeifHeader<'_
     if largest > max_pixels {
         return Err(HeifError::TooManyPixels(largest));
     }
+    streams_fit_their_labels(&meta)?;
 
     // Every byte an item points at must be in the file.
     for (_, method, extents) in &meta.locations {
@@ -276,6 +279,31 @@ pub fn read(head: &[u8], file_len: u64, max_pixels: u64) -> Result<HeifHeader<'_
     };
 
     Ok(HeifHeader { width, height, orientation: orientation.exif(), transformed, exif })
+}
+
+/// The decoder allocates what each image's HEVC stream says (its SPS), not what its `ispe`
+/// says: an item whose stream is larger than its label (past the coding block padding of up to
+/// 64 samples a side) is refused, so the pixel limit checked above is the decoder's.
+fn streams_fit_their_labels(meta: &Meta<'_>) -> Result<(), HeifError> {
+    for (_, indices) in &meta.associations {
+        let property = |kind: &[u8; 4]| {
+            indices
+                .iter()
+                .filter_map(|&i| usize::from(i).checked_sub(1).and_then(|i| meta.properties.get(i)))
+                .find(|(k, _)| *k == kind)
+                .map(|(_, body)| *body)
+        };
+        let (Some(ispe_body), Some(hvcc)) = (property(b"ispe"), property(b"hvcC")) else { continue };
+        let (w, h) = ispe(ispe_body)?;
+        let Some((coded_w, coded_h)) = param_sets::hevc_coded_size(hvcc) else { continue };
+        let padded = |n: u32| u64::from(n).div_ceil(64) * 64;
+        if u64::from(coded_w) > padded(w) || u64::from(coded_h) > padded(h) {
+            return Err(HeifError::Unsupported(format!(
+                "the HEIC file's image stream ({coded_w}×{coded_h}) is larger than its header says ({w}×{h})"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn parse_meta<'a>(children: Vec<Child<'a>>) -> Result<Meta<'a>, HeifError> {

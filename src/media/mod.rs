@@ -6,6 +6,7 @@
 pub mod derive;
 pub mod gif_walk;
 pub mod heif_header;
+pub mod param_sets;
 pub mod probe;
 pub mod video;
 

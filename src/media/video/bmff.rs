@@ -4,6 +4,7 @@
 //! parent's bounds; nesting, boxes visited and tracks are capped.
 
 use super::{Codec, Container, VideoError, VideoProbe, unsupported_codec};
+use crate::media::param_sets;
 
 /// The deepest box read is moov/trak/mdia/minf/stbl/stsd (six levels); a few spare.
 const MAX_DEPTH: usize = 8;
@@ -117,6 +118,8 @@ struct Track {
     size: Option<(u32, u32)>,
     rotation: u16,
     codec: Option<[u8; 4]>,
+    /// The size the decoder allocates: the stream's SPS, else the sample entry's.
+    coded: Option<(u32, u32)>,
 }
 
 /// Reads a `moov` box's payload.
@@ -159,7 +162,7 @@ pub fn parse_moov(moov: &[u8], container: Container) -> Result<VideoProbe, Video
         .filter(|(w, h)| *w > 0 && *h > 0)
         .ok_or_else(|| VideoError::Unsupported(format!("the {} header declares an empty picture", container.name())))?;
     let (width, height) = if track.rotation % 180 == 90 { (h, w) } else { (w, h) };
-    Ok(VideoProbe { container, codec, width, height, rotation: track.rotation, duration_ms })
+    Ok(VideoProbe { container, codec, width, height, rotation: track.rotation, duration_ms, coded: track.coded })
 }
 
 /// `mvhd`: timescale and duration; `None` when it says nothing (0, or all ones).
@@ -192,11 +195,40 @@ fn read_track(data: &[u8], depth: usize, visited: &mut usize, track: &mut Track)
             b"stsd" => {
                 // Version and flags, entry count, then the first entry's size and type.
                 track.codec = payload.get(12..16).map(|t| [t[0], t[1], t[2], t[3]]);
+                track.coded = coded_size(payload);
             }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// The first sample entry's coded size: from its `avcC` or `hvcC` (the SPS), else the entry's
+/// own width and height (AV1, VP9). `None` when neither says.
+fn coded_size(stsd: &[u8]) -> Option<(u32, u32)> {
+    let size = usize::try_from(be32(stsd, 8)?).ok()?;
+    let entry = stsd.get(16..8usize.checked_add(size)?)?;
+    // SampleEntry (8 bytes), then VisualSampleEntry's fields up to byte 78; width and height at 24.
+    let labelled = Some((u32::from(be16(entry, 24)?), u32::from(be16(entry, 26)?))).filter(|(w, h)| *w > 0 && *h > 0);
+    let mut boxes = entry.get(78..).unwrap_or_default();
+    for _ in 0..16 {
+        let Ok(Some((fourcc, header, Some(total)))) = box_header(boxes) else { break };
+        let Some(body) = usize::try_from(total).ok().and_then(|t| boxes.get(header as usize..t)) else { break };
+        let from_sps = match &fourcc {
+            b"avcC" => param_sets::avc_coded_size(body),
+            b"hvcC" => param_sets::hevc_coded_size(body),
+            _ => None,
+        };
+        if from_sps.is_some() {
+            return from_sps;
+        }
+        boxes = &boxes[total as usize..];
+    }
+    labelled
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    b.get(at..at + 2).map(|s| u16::from_be_bytes([s[0], s[1]]))
 }
 
 /// `tkhd`: the display size and the display matrix's rotation.

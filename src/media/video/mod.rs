@@ -66,6 +66,24 @@ pub struct VideoProbe {
     pub rotation: u16,
     /// `None` when the container does not say (a live WebM recording).
     pub duration_ms: Option<u64>,
+    /// The stream's own size, before rotation (an MP4's SPS, or its sample entry's size): what
+    /// the decoder allocates, whatever the track header says. `None`: the container does not say.
+    pub coded: Option<(u32, u32)>,
+}
+
+impl VideoProbe {
+    /// The pixels a decoder allocates a frame for: the larger of the stream's and the label's.
+    pub fn decoded_pixels(&self) -> u64 {
+        let labelled = u64::from(self.width) * u64::from(self.height);
+        self.coded.map_or(labelled, |(w, h)| labelled.max(u64::from(w) * u64::from(h)))
+    }
+
+    /// Whether the stream is far larger than the track header says: more than twice its pixels
+    /// after the coding blocks' padding (a non-square pixel shape explains less than that).
+    pub fn understates_its_stream(&self) -> bool {
+        let padded = |n: u32| u64::from(n).div_ceil(64) * 64;
+        self.coded.is_some_and(|(w, h)| u64::from(w) * u64::from(h) > 2 * padded(self.width) * padded(self.height))
+    }
 }
 
 #[derive(Debug, PartialEq, thiserror::Error)]

@@ -44,6 +44,7 @@ fn a_movie_header_gives_codec_size_rotation_and_duration() {
             height: 1920,
             rotation: 90,
             duration_ms: Some(12_480),
+            coded: None,
         })
     );
     let probe = bmff::parse_moov_box(&moov(b"avc1", 640, 480, (-ONE, 0, 0, -ONE), 0), Container::Mp4).expect("probe");
