@@ -242,15 +242,19 @@ impl DerivativeWorkers {
         upload_id: Uuid,
         derived: media::derive::Derivatives,
     ) -> anyhow::Result<Made> {
-        self.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(derived.thumb.bytes)).await?;
-        self.blobs.put(BlobKey::Preview { event_id, upload_id }, Bytes::from(derived.preview.bytes)).await?;
         let (webp, avif) = (derived.thumb_webp.is_some(), derived.thumb_avif.is_some());
-        if let Some(thumb) = derived.thumb_webp {
-            self.blobs.put(BlobKey::ThumbWebp { event_id, upload_id }, Bytes::from(thumb.bytes)).await?;
-        }
-        if let Some(thumb) = derived.thumb_avif {
-            self.blobs.put(BlobKey::ThumbAvif { event_id, upload_id }, Bytes::from(thumb.bytes)).await?;
-        }
+        let mut parts = vec![
+            (BlobKey::Thumb { event_id, upload_id }, derived.thumb.bytes),
+            (BlobKey::Preview { event_id, upload_id }, derived.preview.bytes),
+        ];
+        parts.extend(derived.thumb_webp.map(|t| (BlobKey::ThumbWebp { event_id, upload_id }, t.bytes)));
+        parts.extend(derived.thumb_avif.map(|t| (BlobKey::ThumbAvif { event_id, upload_id }, t.bytes)));
+        // All at once: the next job waits for the slowest write (or S3 request), not their sum.
+        // One that fails fails the job, which is tried again and writes every key anew.
+        futures_util::future::try_join_all(
+            parts.into_iter().map(|(key, bytes)| self.blobs.put(key, Bytes::from(bytes))),
+        )
+        .await?;
         Ok(Made { webp, avif, placeholder: Some(derived.placeholder), poster: false, failure: None })
     }
 

@@ -29,12 +29,13 @@ pub enum Files<'a> {
 /// In a fresh worker, before it reads its job: no capabilities (a server run as root starts
 /// its workers as root), no new privileges, no core dumps, not traceable, no files written,
 /// no descriptors but stdin, stdout and stderr, a low CPU priority, and the default action for
-/// faults. The parent set `PR_SET_PDEATHSIG` before the exec;
-/// a worker whose server died in between ends here.
+/// faults. First of all it asks to be killed when its server ends (`PR_SET_PDEATHSIG`); a
+/// worker whose server died before that finds another parent, and ends here.
 pub fn early(server: u32) -> Result<()> {
     // SAFETY: getppid reads no memory; prctl, setrlimit and signal are given plain integers
     // and pointers to local values, and change only this process (which has one thread).
     unsafe {
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0), "pdeathsig")?;
         if libc::getppid() as u32 != server {
             return Err("the server is gone".into());
         }

@@ -1,8 +1,9 @@
 //! How much memory and CPU time one job may take, sized from the pixels it works on (the
 //! header's dimensions, checked at upload). The kernel enforces both inside the worker
 //! (`RLIMIT_AS`, `RLIMIT_CPU`); the pool adds a wall-clock limit, for a worker that waits
-//! instead of computing. A file whose header understates its pixels (a HEIC whose `ispe` says
-//! 320×240 over a 16384×16384 HEVC stream) meets the limit of the size it claimed.
+//! instead of computing. A HEIC or MP4 whose label understates its stream is refused at upload
+//! by the stream's own size (`media::param_sets`); a file that understates its pixels some other
+//! way meets the limit of the size it claimed.
 
 use std::time::Duration;
 

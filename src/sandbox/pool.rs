@@ -1,7 +1,8 @@
 //! The server's side of media workers: processes of this binary (`confetti media-worker`)
 //! started ahead of need, so a job does not wait for a process to start; each takes one job.
 //! A worker is started with an empty environment, its stdin, stdout and stderr as pipes and
-//! nothing else, and `PR_SET_PDEATHSIG` so that it dies with the server, `kill -9` included.
+//! nothing else; it asks for `PR_SET_PDEATHSIG` so that it dies with the server, `kill -9`
+//! included.
 //! The pool enforces the wall-clock limit (the kernel enforces memory and CPU time inside the
 //! worker) and tells how a worker that did not answer ended.
 
@@ -100,16 +101,10 @@ impl MediaWorkers {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        // SAFETY: between fork and exec only prctl runs, which is async-signal-safe and touches
-        // no memory of the parent's.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        // No `pre_exec`: without one the standard library starts the worker with `posix_spawn`
+        // (a vfork), which costs the server nothing of its size, where a fork copies its page
+        // tables and makes its next writes copy pages. The worker asks for `PR_SET_PDEATHSIG`
+        // itself, first thing (`confine::early`).
         let child = command.spawn()?;
         self.started.fetch_add(1, Relaxed);
         Ok(child)
