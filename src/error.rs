@@ -182,6 +182,8 @@ pub enum ApiError {
     Unauthenticated,
     #[error("this action is for the event's organiser")]
     Forbidden,
+    #[error("likes and comments are for the event's guests; organisers moderate")]
+    GuestsOnly,
     #[error("you joined another event")]
     WrongEvent,
     #[error("uploads are closed for this event")]
@@ -296,7 +298,7 @@ impl ApiError {
         use ApiError::*;
         match self {
             Unauthenticated => ErrorCode::Unauthenticated,
-            Forbidden => ErrorCode::Forbidden,
+            Forbidden | GuestsOnly => ErrorCode::Forbidden,
             WrongEvent => ErrorCode::WrongEvent,
             UploadsClosed => ErrorCode::UploadsClosed,
             CrossOrigin => ErrorCode::CrossOrigin,
