@@ -38,6 +38,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::blobs::BlobStore;
@@ -212,6 +213,7 @@ impl Upload {
     }
 
     /// Steps 2–6: reads the parts, then replays, refuses or stores.
+    #[tracing::instrument(name = "upload", skip_all, fields(guest_id = %self.guest.id, event_id = %self.guest.event_id))]
     pub async fn run(mut self, parts: &mut impl UploadParts) -> Result<Ingested, IngestError> {
         match self.read(parts).await {
             Ok(()) => self.decide().await,
@@ -271,6 +273,7 @@ impl Upload {
     }
 
     /// The whole body was read: replay, refuse, or store.
+    #[tracing::instrument(name = "upload.decide", skip_all, err(level = "info"))]
     async fn decide(mut self) -> Result<Ingested, IngestError> {
         let file = std::mem::replace(&mut self.file, File::NotSeen);
         if let Key::Replay(_, row) = self.key {
@@ -289,7 +292,7 @@ impl Upload {
         match file {
             // The rest runs as its own task: once the row may commit, a client that hangs up
             // must not cancel the work halfway (its blob would be deleted under a committed row).
-            File::Stored(received) => tokio::spawn(async move { self.store(*received).await })
+            File::Stored(received) => tokio::spawn(async move { self.store(*received).await }.in_current_span())
                 .await
                 .map_err(|e| anyhow::anyhow!("storing an upload panicked: {e}"))?,
             File::Refused(refusal) => Err(refusal),

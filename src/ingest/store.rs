@@ -24,6 +24,7 @@ pub(super) const MAX_PROBE_BYTES: usize = 16 * 1024 * 1024;
 
 impl Upload {
     /// Probe, insert (or lose to another attempt), charge the quota, commit, finalize.
+    #[tracing::instrument(name = "upload.store", skip_all, fields(upload_id = %received.upload_id, bytes = received.bytes), err(level = "info"))]
     pub(super) async fn store(self, mut received: Received) -> Result<Ingested, IngestError> {
         let ingest = &self.ingest;
         let probe = match ingest.probe_media(&received).await {

@@ -143,7 +143,7 @@ impl DerivativeWorkers {
         }
     }
 
-    #[tracing::instrument(skip_all, fields(upload_id = %job.upload_id, attempt = job.attempts))]
+    #[tracing::instrument(name = "derivative.job", skip_all, fields(upload_id = %job.upload_id, attempt = job.attempts))]
     async fn run(&self, job: ClaimedJob) {
         if job.attempts > MAX_ATTEMPTS {
             let outcome = Outcome::Undecodable(format!("given up after {MAX_ATTEMPTS} attempts"));
@@ -206,6 +206,7 @@ impl DerivativeWorkers {
     }
 
     /// Reads the original and has its derivatives made in a media worker; stores them.
+    #[tracing::instrument(name = "derivative.make", skip_all)]
     async fn make(&self, job: &ClaimedJob) -> Result<Outcome, Failure> {
         let Some(row) = self.db.upload_by_id(job.upload_id, None).await? else {
             return Ok(Outcome::Gone);
@@ -281,6 +282,7 @@ impl DerivativeWorkers {
         Ok(Outcome::Ready(Made { poster: true, ..made }))
     }
 
+    #[tracing::instrument(name = "derivative.finish", skip_all, err)]
     async fn finish(&self, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {
         let status = match outcome {
             Outcome::Ready(_) => UploadStatus::Ready,

@@ -8,6 +8,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use chrono::Utc;
 use futures_util::{Stream, StreamExt};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::{LEASE_POLL, Resumable, ResumableError, WAIT_FOR_LEASE, completes_at_length, held};
@@ -63,6 +64,7 @@ struct Lease {
 
 impl Resumable {
     /// Appends `body` at `offset`; `complete` when the client says it ends the file.
+    #[tracing::instrument(name = "resumable.append", skip_all, fields(resource_id = %id, guest_id = %guest.id, offset = piece.offset, complete = piece.complete))]
     pub async fn append<S, E>(
         self: &std::sync::Arc<Self>,
         guest: GuestRow,
@@ -86,7 +88,7 @@ impl Resumable {
         };
         // Its own task: a client that hangs up drops the request, not the record of its bytes.
         let this = std::sync::Arc::clone(self);
-        match tokio::spawn(async move { this.run(guest, row, token, piece, body).await }).await {
+        match tokio::spawn(async move { this.run(guest, row, token, piece, body).await }.in_current_span()).await {
             Ok(outcome) => outcome,
             Err(e) => AppendOutcome { result: Err(anyhow::anyhow!("an append panicked: {e}").into()), unread: None },
         }

@@ -79,6 +79,7 @@ impl Resumable {
     /// renewing the lease meanwhile. Answers from what is stored when the lease was lost (the
     /// holder decided). A refusal of the file cancels the resource; a failure inside keeps its
     /// bytes and leaves it open for a retry.
+    #[tracing::instrument(name = "resumable.complete", skip_all, fields(resource_id = %row.id, length = row.length), err(level = "info"))]
     pub(super) async fn complete(
         &self,
         guest: GuestRow,
