@@ -196,7 +196,7 @@ impl From<PartsError> for Stop {
         match e {
             PartsError::TooLarge => Stop::CutShort,
             PartsError::Malformed(why) => Stop::Refused(IngestError::InvalidMultipart(why)),
-            PartsError::InvalidKey => Stop::Refused(IngestError::InvalidKey),
+            PartsError::InvalidKey => Stop::Refused(IngestError::InvalidClientUploadId),
             PartsError::InvalidCaption(why) => Stop::Refused(IngestError::InvalidCaption(why)),
         }
     }
@@ -227,10 +227,8 @@ impl Upload {
                         Ok(Ingested::Replayed(*row))
                     }
                     // Over the size bound, a refusal found earlier (the quota, say) says more.
-                    (Stop::CutShort, _) => {
-                        Err(refusal
-                            .unwrap_or(IngestError::TooLarge { limit_bytes: self.ingest.limits.max_upload_bytes }))
-                    }
+                    (Stop::CutShort, _) => Err(refusal
+                        .unwrap_or(IngestError::FileTooLarge { limit_bytes: self.ingest.limits.max_upload_bytes })),
                     (Stop::Refused(refusal), _) => Err(refusal),
                 }
             }
@@ -267,7 +265,7 @@ impl Upload {
         match self.key {
             Key::Unknown => self.key = self.look_up(key).await?,
             Key::New(known) | Key::Replay(known, _) if known == key => {}
-            Key::New(_) | Key::Replay(..) => return Err(IngestError::KeyMismatch),
+            Key::New(_) | Key::Replay(..) => return Err(IngestError::IdempotencyKeyMismatch),
         }
         Ok(())
     }
@@ -329,7 +327,7 @@ impl File {
 fn classify(guest: &GuestRow, found: Option<UploadRow>) -> Result<Option<UploadRow>, IngestError> {
     match found {
         None => Ok(None),
-        Some(row) if row.guest_id != guest.id => Err(IngestError::KeyConflict),
+        Some(row) if row.guest_id != guest.id => Err(IngestError::ClientUploadIdConflict),
         Some(row) if row.deleted_at.is_some() => Err(IngestError::UploadDeleted),
         Some(row) => Ok(Some(row)),
     }
@@ -345,12 +343,16 @@ fn check_declared(
     if let Some(filename) = filename
         && filename.as_str() != row.filename
     {
-        return Err(IngestError::KeyReused(format!("it was used for “{}”, not “{}”", row.filename, filename.as_str())));
+        return Err(IngestError::ClientUploadIdReused(format!(
+            "it was used for “{}”, not “{}”",
+            row.filename,
+            filename.as_str()
+        )));
     }
     if let Some(caption) = caption {
         let caption = caption.clone().map(Caption::into_string);
         if caption.as_deref() != row.caption.as_deref() {
-            return Err(IngestError::KeyReused("it was used with another caption".into()));
+            return Err(IngestError::ClientUploadIdReused("it was used with another caption".into()));
         }
     }
     Ok(())

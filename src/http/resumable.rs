@@ -348,7 +348,7 @@ fn appended_response(state: &AppState, outcome: AppendOutcome<BodyDataStream>, l
         }
         Ok(Appended::Stored(ingested)) => stored(*ingested),
         // Stopped at the disk's floor: what was kept, for the client to resume from later.
-        Err(ResumableError::DiskFull { offset }) => {
+        Err(ResumableError::InsufficientStorage { offset }) => {
             let mut response = ApiError::InsufficientStorage.into_response();
             insert(response.headers_mut(), UPLOAD_OFFSET, &offset.to_string());
             response
@@ -383,12 +383,14 @@ fn stored(ingested: Ingested) -> Response {
 fn problem(e: ResumableError) -> ApiError {
     match e {
         ResumableError::NotFound => ApiError::NotFound,
-        ResumableError::Busy { offset } => ApiError::UploadBusy { offset },
-        ResumableError::OffsetMismatch { expected, provided } => ApiError::UploadOffsetMismatch { expected, provided },
-        ResumableError::InconsistentLength(why) => ApiError::InconsistentUploadLength(why),
+        ResumableError::UploadBusy { offset } => ApiError::UploadBusy { offset },
+        ResumableError::UploadOffsetMismatch { expected, provided } => {
+            ApiError::UploadOffsetMismatch { expected, provided }
+        }
+        ResumableError::InconsistentUploadLength(why) => ApiError::InconsistentUploadLength(why),
         // Nobody reads this answer: the client is gone.
         ResumableError::Cut => ApiError::InvalidRequest("the request was cut short; its bytes are kept".into()),
-        ResumableError::DiskFull { .. } => ApiError::InsufficientStorage,
+        ResumableError::InsufficientStorage { .. } => ApiError::InsufficientStorage,
         ResumableError::Refused(refusal) => refusal.into(),
     }
 }

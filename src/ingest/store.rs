@@ -142,7 +142,7 @@ impl Ingest {
                 }
                 Err(ProbeError::Unsupported(message)) => return Err(IngestError::UnsupportedMediaType(message)),
                 Err(ProbeError::TooManyPixels { pixels, limit }) => {
-                    return Err(IngestError::TooManyPixels { pixels, limit });
+                    return Err(IngestError::ImageTooLarge { pixels, limit });
                 }
             }
         }

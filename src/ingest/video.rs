@@ -59,7 +59,7 @@ impl Ingest {
         let pixels = u64::from(probe.width) * u64::from(probe.height);
         let max_pixels = self.limits.max_image_pixels;
         if pixels > max_pixels {
-            return Err(IngestError::TooManyPixels { pixels, limit: max_pixels });
+            return Err(IngestError::ImageTooLarge { pixels, limit: max_pixels });
         }
         let limit_s = self.limits.max_video_seconds;
         if let Some(ms) = probe.duration_ms

@@ -27,7 +27,7 @@ impl Resumable {
         let length = u64::try_from(row.length).unwrap_or(0);
         if piece.content_length.is_some_and(|n| n > 0) {
             self.db.unlock_resumable(row.id, token).await?;
-            return Err(ResumableError::InconsistentLength(format!(
+            return Err(ResumableError::InconsistentUploadLength(format!(
                 "every one of the upload's {length} bytes has arrived; this request brings more"
             )));
         }
@@ -194,7 +194,7 @@ impl Resumable {
         match row.state.as_str() {
             "completed" => Ok(Appended::Stored(Box::new(Ingested::Replayed(self.stored(guest, &row).await?)))),
             "open" if row.expires_at > Utc::now() => {
-                Err(ResumableError::Busy { offset: u64::try_from(row.upload_offset).unwrap_or(0) })
+                Err(ResumableError::UploadBusy { offset: u64::try_from(row.upload_offset).unwrap_or(0) })
             }
             _ => Err(ResumableError::NotFound),
         }
