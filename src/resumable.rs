@@ -144,7 +144,7 @@ impl Resumable {
 
     /// How often a request holding a lease renews it.
     fn renew_every(&self) -> Duration {
-        self.lease / 3
+        crate::lease::renew_every(self.lease)
     }
 
     fn expires_from(&self, now: DateTime<Utc>) -> DateTime<Utc> {

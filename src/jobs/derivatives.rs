@@ -34,6 +34,7 @@ use crate::db::uploads::UploadRow;
 use crate::domain::{MediaKind, UploadStatus};
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::jobs::poster::{Ffmpeg, Video};
+use crate::lease::Renewed;
 use crate::live::LiveHub;
 use crate::media;
 use crate::sandbox::limits::Limits;
@@ -191,18 +192,14 @@ impl DerivativeWorkers {
         }
     }
 
-    /// Renews the job's lease every third of it; returns once it is lost.
+    /// Renews the job's lease (`lease::keep`); returns once it is lost.
     async fn keep_lease(&self, job: &ClaimedJob) {
         let lease = self.queue.lease;
-        loop {
-            tokio::time::sleep(lease / 3).await;
-            match self.db.renew_derivative_job(job, Utc::now() + lease).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                // Passing: two more tries before the lease runs out.
-                Err(e) => tracing::warn!(error = %e, "could not renew a derivative job's lease"),
-            }
-        }
+        crate::lease::keep(lease, "a derivative job", || async move {
+            let held = self.db.renew_derivative_job(job, Utc::now() + lease).await?;
+            Ok::<_, sqlx::Error>(if held { Renewed::Held } else { Renewed::Lost })
+        })
+        .await;
     }
 
     /// Reads the original and has its derivatives made in a media worker; stores them.

@@ -13,6 +13,7 @@ use crate::db::guests::GuestRow;
 use crate::db::resumable::{ResumableLease, ResumableRow};
 use crate::domain::{Caption, ClientUploadId, FileName};
 use crate::ingest::{Assembled, IngestError, Ingested, Pass};
+use crate::lease::Renewed;
 
 impl Resumable {
     /// A request on a resource whose bytes were all assembled by an earlier one that failed
@@ -170,21 +171,16 @@ impl Resumable {
     /// (taken over after a stall, or the resource cancelled). A resource completed meanwhile is
     /// not a loss: the completion that did it, this one or another, ends by itself.
     async fn keep_lease(&self, lease: ResumableLease) {
-        loop {
-            tokio::time::sleep(self.renew_every()).await;
-            match self.db.renew_resumable(lease.id, lease.token, self.lease_end(Utc::now())).await {
-                Ok(true) => {}
-                Ok(false) => match self.db.resumable_by_id(lease.id).await {
-                    Ok(Some(row)) if row.state == "completed" => {}
-                    Ok(_) => return,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not read a resumable upload whose lease was not renewed")
-                    }
-                },
-                // Passing: two more tries before the lease runs out.
-                Err(e) => tracing::warn!(error = %e, "could not renew a resumable upload's lease"),
+        crate::lease::keep(self.lease, "a resumable upload", || async move {
+            if self.db.renew_resumable(lease.id, lease.token, self.lease_end(Utc::now())).await? {
+                return Ok::<_, sqlx::Error>(Renewed::Held);
             }
-        }
+            Ok(match self.db.resumable_by_id(lease.id).await? {
+                Some(row) if row.state == "completed" => Renewed::Held,
+                _ => Renewed::Lost,
+            })
+        })
+        .await;
     }
 
     /// After the lease was lost: the stored upload (a replay), the holder still at work
