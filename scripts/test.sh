@@ -2,7 +2,8 @@
 # Every test suite of Confetti, exactly as CI runs it: the Rust tests against a fresh SQLite
 # file and a fresh PostgreSQL database per test (the storage tests once more with the photos
 # in a real S3-protocol server, s3s-fs), then the browser tests in Debian's Chromium.
-# Installs and starts what they need first.
+# Then the API reference as clients meet it (scripts/contract.sh). Installs and starts what they
+# need first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,3 +73,13 @@ if [ -f tests/browser/package.json ]; then
   if node --help 2>/dev/null | grep -- --test-concurrency >/dev/null; then concurrency=(--test-concurrency=1); fi
   (cd tests/browser && npm ci --no-audit --no-fund --silent && node --test "${concurrency[@]}")
 fi
+
+echo "== The API reference as clients meet it (a generated TypeScript client, Schemathesis)"
+missing=()
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+cargo test --locked --all-targets --no-run --quiet
+scripts/contract.sh

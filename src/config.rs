@@ -88,8 +88,9 @@ pub struct ServeArgs {
     #[arg(long, env = "CONFETTI_IDEMPOTENCY_RETENTION_S", default_value_t = defaults::IDEMPOTENCY_RETENTION_S)]
     pub idempotency_retention_s: u64,
 
-    /// Workers making thumbnails and previews on this instance. Default: cores − 1 (at least
-    /// one). 0 leaves the work to other instances sharing the database.
+    /// Workers making thumbnails and previews on this instance. Default: the number of cores
+    /// (each hands its work to a media worker process at a low CPU priority, so requests stay
+    /// quick). 0 leaves the work to other instances sharing the database.
     #[arg(long, env = "CONFETTI_DERIVATIVE_WORKERS")]
     pub derivative_workers: Option<usize>,
 

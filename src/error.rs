@@ -174,179 +174,164 @@ impl utoipa::PartialSchema for ErrorCode {
 
 impl utoipa::ToSchema for ErrorCode {}
 
+/// Declares an error enum whose every variant names its `ErrorCode` right after it
+/// (`Variant(fields) => Code,`), and its `code()`: the code of a refusal is written where the
+/// refusal is, once. Used by `ApiError` and by the use cases' errors (`ingest::IngestError`).
+macro_rules! coded {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident
+                $( ( $( $(#[$tmeta:meta])* $tfield:ty ),* ) )?
+                $( { $( $sfield:ident : $sty:ty ),* $(,)? } )?
+                => $code:ident,
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $(
+                $(#[$vmeta])*
+                $variant
+                $( ( $( $(#[$tmeta])* $tfield ),* ) )?
+                $( { $( $sfield : $sty ),* } )?,
+            )*
+        }
+
+        impl $name {
+            /// The contract's code for this error.
+            pub fn code(&self) -> $crate::error::ErrorCode {
+                match self {
+                    $( $name::$variant { .. } => $crate::error::ErrorCode::$code, )*
+                }
+            }
+        }
+    };
+}
+pub(crate) use coded;
+
 use crate::domain::{InvalidClientUploadId, InvalidEventSlug, InvalidText, InvalidUploadWindow, WeakPassword, rfc3339};
 
+coded! {
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("this request needs a guest, organiser or admin token")]
-    Unauthenticated,
+    Unauthenticated => Unauthenticated,
     #[error("this action is for the event's organiser")]
-    Forbidden,
+    Forbidden => Forbidden,
+    #[error("likes and comments are for the event's guests; organisers moderate")]
+    GuestsOnly => Forbidden,
     #[error("you joined another event")]
-    WrongEvent,
+    WrongEvent => WrongEvent,
     #[error("uploads are closed for this event")]
-    UploadsClosed,
+    UploadsClosed => UploadsClosed,
     #[error("a request carrying cookies must come from this server's own pages")]
-    CrossOrigin,
+    CrossOrigin => CrossOrigin,
     #[error("the join token is not this event's")]
-    InvalidJoinToken,
+    InvalidJoinToken => InvalidJoinToken,
     #[error("wrong password")]
-    InvalidCredentials,
+    InvalidCredentials => InvalidCredentials,
     #[error("too many attempts from this address; try again in {retry_after_s} s")]
-    TooManyAttempts { retry_after_s: u64 },
+    TooManyAttempts { retry_after_s: u64 } => TooManyAttempts,
     #[error("no event with this name")]
-    EventNotFound,
+    EventNotFound => EventNotFound,
     #[error("not found")]
-    NotFound,
+    NotFound => NotFound,
     #[error("this photo was deleted; it is not stored again")]
-    UploadDeleted,
+    UploadDeleted => UploadDeleted,
     #[error("this upload id is already used by another upload")]
-    ClientUploadIdConflict,
+    ClientUploadIdConflict => ClientUploadIdConflict,
     #[error("this upload id was used for another file: {0}")]
-    ClientUploadIdReused(String),
+    ClientUploadIdReused(String) => ClientUploadIdReused,
     #[error("the request body is not valid multipart/form-data: {0}")]
-    InvalidMultipart(String),
+    InvalidMultipart(String) => InvalidMultipart,
     #[error("the request has no `file` part")]
-    MissingFile,
+    MissingFile => MissingFile,
     #[error("`client_upload_id` must be a UUID")]
-    InvalidClientUploadId,
+    InvalidClientUploadId => InvalidClientUploadId,
     #[error("the Idempotency-Key header and the `client_upload_id` part name different uploads")]
-    IdempotencyKeyMismatch,
+    IdempotencyKeyMismatch => IdempotencyKeyMismatch,
     #[error("the file is larger than the limit of {limit_bytes} bytes")]
-    FileTooLarge { limit_bytes: u64 },
+    FileTooLarge { limit_bytes: u64 } => FileTooLarge,
     #[error("your quota is used up: {remaining_bytes} of {quota_bytes} bytes left")]
-    QuotaExceeded { quota_bytes: i64, remaining_bytes: i64 },
+    QuotaExceeded { quota_bytes: i64, remaining_bytes: i64 } => QuotaExceeded,
     #[error("{0}")]
-    UnsupportedMediaType(String),
+    UnsupportedMediaType(String) => UnsupportedMediaType,
     #[error("the image declares {pixels} pixels; the limit is {limit}")]
-    ImageTooLarge { pixels: u64, limit: u64 },
+    ImageTooLarge { pixels: u64, limit: u64 } => ImageTooLarge,
     #[error("the video lasts {duration_s} seconds; the limit is {limit_s} seconds")]
-    VideoTooLong { duration_s: u64, limit_s: u64 },
+    VideoTooLong { duration_s: u64, limit_s: u64 } => VideoTooLong,
     #[error("{0}")]
-    WeakPassword(String),
+    WeakPassword(String) => WeakPassword,
     #[error("{0}")]
-    InvalidDisplayName(String),
+    InvalidDisplayName(String) => InvalidDisplayName,
     #[error("{0}")]
-    InvalidCaption(String),
+    InvalidCaption(String) => InvalidCaption,
     #[error("{0}")]
-    InvalidComment(String),
+    InvalidComment(String) => InvalidComment,
     #[error("{0}")]
-    InvalidRequest(String),
+    InvalidRequest(String) => InvalidRequest,
     #[error("{0}")]
-    InvalidCursor(String),
+    InvalidCursor(String) => InvalidCursor,
     #[error("the Idempotency-Key must be 1–255 printable ASCII characters")]
-    InvalidIdempotencyKey,
+    InvalidIdempotencyKey => InvalidIdempotencyKey,
     #[error("an earlier request with this Idempotency-Key is still running; retry in {retry_after_s} s")]
-    IdempotencyKeyInFlight { retry_after_s: u64 },
+    IdempotencyKeyInFlight { retry_after_s: u64 } => IdempotencyKeyInFlight,
     #[error("this Idempotency-Key was used for a different request")]
-    IdempotencyKeyReused,
+    IdempotencyKeyReused => IdempotencyKeyReused,
     #[error("the request body is larger than the limit of {limit_bytes} bytes")]
-    BodyTooLarge { limit_bytes: u64 },
+    BodyTooLarge { limit_bytes: u64 } => BodyTooLarge,
     #[error("this event's storage is full: {remaining_bytes} of {cap_bytes} bytes left for all guests together")]
-    EventStorageFull { cap_bytes: i64, remaining_bytes: i64 },
+    EventStorageFull { cap_bytes: i64, remaining_bytes: i64 } => EventStorageFull,
     #[error("the server is running out of disk space; uploads are paused until its operator makes room")]
-    InsufficientStorage,
+    InsufficientStorage => InsufficientStorage,
     #[error("the range starts beyond the end of the file ({len} bytes)")]
-    RangeNotSatisfiable { len: u64 },
+    RangeNotSatisfiable { len: u64 } => RangeNotSatisfiable,
     #[error("this resource does not allow that method")]
-    MethodNotAllowed,
+    MethodNotAllowed => MethodNotAllowed,
     /// Which part does not answer, for the operator.
     #[error("{0}")]
-    NotReady(String),
+    NotReady(String) => NotReady,
     #[error("the organiser has turned off saving other guests' photos")]
-    DownloadsDisabled,
+    DownloadsDisabled => DownloadsDisabled,
     #[error("{0}")]
-    InvalidWelcomeText(String),
+    InvalidWelcomeText(String) => InvalidWelcomeText,
     #[error("{0}")]
-    InvalidCover(String),
+    InvalidCover(String) => InvalidCover,
     #[error("{0}")]
-    InvalidUploadWindow(String),
+    InvalidUploadWindow(String) => InvalidUploadWindow,
     /// The event's upload window has not begun.
     #[error("uploads for this event open at {}", rfc3339(*.0))]
-    UploadsNotOpenYet(chrono::DateTime<chrono::Utc>),
+    UploadsNotOpenYet(chrono::DateTime<chrono::Utc>) => UploadsClosed,
     /// The event's upload window has ended.
     #[error("uploads for this event closed at {}", rfc3339(*.0))]
-    UploadsEnded(chrono::DateTime<chrono::Utc>),
+    UploadsEnded(chrono::DateTime<chrono::Utc>) => UploadsClosed,
     #[error("the hosts have stopped your uploads")]
-    GuestBlocked,
+    GuestBlocked => GuestBlocked,
     #[error("this event already has {limit} co-organisers; revoke one first")]
-    CoOrganiserLimit { limit: i64 },
+    CoOrganiserLimit { limit: i64 } => CoOrganiserLimit,
     #[error("this photo is not deleted")]
-    UploadNotDeleted,
+    UploadNotDeleted => UploadNotDeleted,
     #[error("this photo can no longer be restored")]
-    UndoExpired,
+    UndoExpired => UndoExpired,
     #[error("the upload's length is missing: send Upload-Length")]
-    UploadLengthRequired,
+    UploadLengthRequired => UploadLengthRequired,
     #[error("{0}")]
-    InconsistentUploadLength(String),
+    InconsistentUploadLength(String) => InconsistentUploadLength,
     #[error("the upload's offset is {expected}, not {provided}")]
-    UploadOffsetMismatch { expected: u64, provided: u64 },
+    UploadOffsetMismatch { expected: u64, provided: u64 } => UploadOffsetMismatch,
     #[error("another request is appending to this upload")]
-    UploadBusy { offset: u64 },
+    UploadBusy { offset: u64 } => UploadBusy,
     #[error("internal error")]
-    Internal(#[from] anyhow::Error),
+    Internal(#[from] anyhow::Error) => Internal,
+}
 }
 
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         self.code().status()
-    }
-
-    pub fn code(&self) -> ErrorCode {
-        use ApiError::*;
-        match self {
-            Unauthenticated => ErrorCode::Unauthenticated,
-            Forbidden => ErrorCode::Forbidden,
-            WrongEvent => ErrorCode::WrongEvent,
-            UploadsClosed => ErrorCode::UploadsClosed,
-            CrossOrigin => ErrorCode::CrossOrigin,
-            InvalidJoinToken => ErrorCode::InvalidJoinToken,
-            InvalidCredentials => ErrorCode::InvalidCredentials,
-            TooManyAttempts { .. } => ErrorCode::TooManyAttempts,
-            EventNotFound => ErrorCode::EventNotFound,
-            NotFound => ErrorCode::NotFound,
-            UploadDeleted => ErrorCode::UploadDeleted,
-            ClientUploadIdConflict => ErrorCode::ClientUploadIdConflict,
-            ClientUploadIdReused(_) => ErrorCode::ClientUploadIdReused,
-            InvalidMultipart(_) => ErrorCode::InvalidMultipart,
-            MissingFile => ErrorCode::MissingFile,
-            InvalidClientUploadId => ErrorCode::InvalidClientUploadId,
-            IdempotencyKeyMismatch => ErrorCode::IdempotencyKeyMismatch,
-            FileTooLarge { .. } => ErrorCode::FileTooLarge,
-            QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
-            UnsupportedMediaType(_) => ErrorCode::UnsupportedMediaType,
-            ImageTooLarge { .. } => ErrorCode::ImageTooLarge,
-            VideoTooLong { .. } => ErrorCode::VideoTooLong,
-            WeakPassword(_) => ErrorCode::WeakPassword,
-            InvalidDisplayName(_) => ErrorCode::InvalidDisplayName,
-            InvalidCaption(_) => ErrorCode::InvalidCaption,
-            InvalidComment(_) => ErrorCode::InvalidComment,
-            InvalidRequest(_) => ErrorCode::InvalidRequest,
-            InvalidCursor(_) => ErrorCode::InvalidCursor,
-            BodyTooLarge { .. } => ErrorCode::BodyTooLarge,
-            EventStorageFull { .. } => ErrorCode::EventStorageFull,
-            InsufficientStorage => ErrorCode::InsufficientStorage,
-            RangeNotSatisfiable { .. } => ErrorCode::RangeNotSatisfiable,
-            InvalidIdempotencyKey => ErrorCode::InvalidIdempotencyKey,
-            IdempotencyKeyInFlight { .. } => ErrorCode::IdempotencyKeyInFlight,
-            IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
-            MethodNotAllowed => ErrorCode::MethodNotAllowed,
-            NotReady(_) => ErrorCode::NotReady,
-            DownloadsDisabled => ErrorCode::DownloadsDisabled,
-            InvalidWelcomeText(_) => ErrorCode::InvalidWelcomeText,
-            InvalidCover(_) => ErrorCode::InvalidCover,
-            InvalidUploadWindow(_) => ErrorCode::InvalidUploadWindow,
-            UploadsNotOpenYet(_) | UploadsEnded(_) => ErrorCode::UploadsClosed,
-            GuestBlocked => ErrorCode::GuestBlocked,
-            CoOrganiserLimit { .. } => ErrorCode::CoOrganiserLimit,
-            UploadNotDeleted => ErrorCode::UploadNotDeleted,
-            UndoExpired => ErrorCode::UndoExpired,
-            UploadLengthRequired => ErrorCode::UploadLengthRequired,
-            InconsistentUploadLength(_) => ErrorCode::InconsistentUploadLength,
-            UploadOffsetMismatch { .. } => ErrorCode::UploadOffsetMismatch,
-            UploadBusy { .. } => ErrorCode::UploadBusy,
-            Internal(_) => ErrorCode::Internal,
-        }
     }
 
     /// Extra members a client can act on without parsing `detail` (which limit, how much is left).
@@ -442,18 +427,27 @@ pub struct Problem {
     pub provided_offset: Option<u64>,
 }
 
-/// Any unexpected failure (database, storage, a panicked blocking task) is an internal error.
-impl From<sqlx::Error> for ApiError {
-    fn from(e: sqlx::Error) -> Self {
-        ApiError::Internal(e.into())
-    }
+/// The failures no request can do anything about (the database, the photo store) are each error
+/// type's internal error: one rule, for every type that takes an `anyhow::Error` as its internal one.
+macro_rules! internal_failures {
+    ($($error:ty),* $(,)?) => {
+        $(
+            impl From<sqlx::Error> for $error {
+                fn from(e: sqlx::Error) -> Self {
+                    Self::from(anyhow::Error::from(e))
+                }
+            }
+
+            impl From<object_store::Error> for $error {
+                fn from(e: object_store::Error) -> Self {
+                    Self::from(anyhow::Error::from(e))
+                }
+            }
+        )*
+    };
 }
 
-impl From<object_store::Error> for ApiError {
-    fn from(e: object_store::Error) -> Self {
-        ApiError::Internal(e.into())
-    }
-}
+internal_failures!(ApiError, crate::ingest::IngestError, crate::resumable::ResumableError, crate::events::EventError);
 
 /// Values that do not parse, as the contract names them.
 impl From<InvalidText> for ApiError {

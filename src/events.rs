@@ -20,12 +20,6 @@ pub enum EventError {
     Internal(#[from] anyhow::Error),
 }
 
-impl From<sqlx::Error> for EventError {
-    fn from(e: sqlx::Error) -> Self {
-        EventError::Internal(e.into())
-    }
-}
-
 pub struct NewEvent {
     pub name: EventName,
     pub password: OrganiserPassword,

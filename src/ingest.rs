@@ -38,6 +38,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::blobs::BlobStore;
@@ -195,7 +196,7 @@ impl From<PartsError> for Stop {
         match e {
             PartsError::TooLarge => Stop::CutShort,
             PartsError::Malformed(why) => Stop::Refused(IngestError::InvalidMultipart(why)),
-            PartsError::InvalidKey => Stop::Refused(IngestError::InvalidKey),
+            PartsError::InvalidKey => Stop::Refused(IngestError::InvalidClientUploadId),
             PartsError::InvalidCaption(why) => Stop::Refused(IngestError::InvalidCaption(why)),
         }
     }
@@ -212,6 +213,7 @@ impl Upload {
     }
 
     /// Steps 2–6: reads the parts, then replays, refuses or stores.
+    #[tracing::instrument(name = "upload", skip_all, fields(guest_id = %self.guest.id, event_id = %self.guest.event_id))]
     pub async fn run(mut self, parts: &mut impl UploadParts) -> Result<Ingested, IngestError> {
         match self.read(parts).await {
             Ok(()) => self.decide().await,
@@ -225,10 +227,8 @@ impl Upload {
                         Ok(Ingested::Replayed(*row))
                     }
                     // Over the size bound, a refusal found earlier (the quota, say) says more.
-                    (Stop::CutShort, _) => {
-                        Err(refusal
-                            .unwrap_or(IngestError::TooLarge { limit_bytes: self.ingest.limits.max_upload_bytes }))
-                    }
+                    (Stop::CutShort, _) => Err(refusal
+                        .unwrap_or(IngestError::FileTooLarge { limit_bytes: self.ingest.limits.max_upload_bytes })),
                     (Stop::Refused(refusal), _) => Err(refusal),
                 }
             }
@@ -265,12 +265,13 @@ impl Upload {
         match self.key {
             Key::Unknown => self.key = self.look_up(key).await?,
             Key::New(known) | Key::Replay(known, _) if known == key => {}
-            Key::New(_) | Key::Replay(..) => return Err(IngestError::KeyMismatch),
+            Key::New(_) | Key::Replay(..) => return Err(IngestError::IdempotencyKeyMismatch),
         }
         Ok(())
     }
 
     /// The whole body was read: replay, refuse, or store.
+    #[tracing::instrument(name = "upload.decide", skip_all, err(level = "info"))]
     async fn decide(mut self) -> Result<Ingested, IngestError> {
         let file = std::mem::replace(&mut self.file, File::NotSeen);
         if let Key::Replay(_, row) = self.key {
@@ -289,7 +290,7 @@ impl Upload {
         match file {
             // The rest runs as its own task: once the row may commit, a client that hangs up
             // must not cancel the work halfway (its blob would be deleted under a committed row).
-            File::Stored(received) => tokio::spawn(async move { self.store(*received).await })
+            File::Stored(received) => tokio::spawn(async move { self.store(*received).await }.in_current_span())
                 .await
                 .map_err(|e| anyhow::anyhow!("storing an upload panicked: {e}"))?,
             File::Refused(refusal) => Err(refusal),
@@ -326,7 +327,7 @@ impl File {
 fn classify(guest: &GuestRow, found: Option<UploadRow>) -> Result<Option<UploadRow>, IngestError> {
     match found {
         None => Ok(None),
-        Some(row) if row.guest_id != guest.id => Err(IngestError::KeyConflict),
+        Some(row) if row.guest_id != guest.id => Err(IngestError::ClientUploadIdConflict),
         Some(row) if row.deleted_at.is_some() => Err(IngestError::UploadDeleted),
         Some(row) => Ok(Some(row)),
     }
@@ -342,12 +343,16 @@ fn check_declared(
     if let Some(filename) = filename
         && filename.as_str() != row.filename
     {
-        return Err(IngestError::KeyReused(format!("it was used for “{}”, not “{}”", row.filename, filename.as_str())));
+        return Err(IngestError::ClientUploadIdReused(format!(
+            "it was used for “{}”, not “{}”",
+            row.filename,
+            filename.as_str()
+        )));
     }
     if let Some(caption) = caption {
         let caption = caption.clone().map(Caption::into_string);
         if caption.as_deref() != row.caption.as_deref() {
-            return Err(IngestError::KeyReused("it was used with another caption".into()));
+            return Err(IngestError::ClientUploadIdReused("it was used with another caption".into()));
         }
     }
     Ok(())

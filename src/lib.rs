@@ -42,6 +42,8 @@ pub mod ingest;
 /// Work in the background: derivatives, blob jobs after a commit, sweeps, instances'
 /// heartbeats and cleaning up after a dead one.
 pub mod jobs;
+/// Keeping a lease while working: renewed every third of it, until lost.
+pub mod lease;
 /// Live news for slideshows, fanned out from the database's live feed.
 pub mod live;
 /// Image probing and derivatives: synchronous code for the blocking pool.

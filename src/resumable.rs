@@ -97,32 +97,20 @@ pub enum ResumableError {
     #[error("no such upload resource")]
     NotFound,
     #[error("another request is appending to or completing this upload")]
-    Busy { offset: u64 },
+    UploadBusy { offset: u64 },
     #[error("the upload's offset is {expected}, not {provided}")]
-    OffsetMismatch { expected: u64, provided: u64 },
+    UploadOffsetMismatch { expected: u64, provided: u64 },
     #[error("{0}")]
-    InconsistentLength(String),
+    InconsistentUploadLength(String),
     /// The client went away mid-request: nobody reads the answer.
     #[error("the request was cut short")]
     Cut,
     /// The photo store's disk is below its free-space floor: the bytes up to `offset` are
     /// kept, the resource stays open for the client to resume once there is room.
     #[error("the photo store's disk is below its free-space floor; {offset} bytes are kept")]
-    DiskFull { offset: u64 },
+    InsufficientStorage { offset: u64 },
     #[error(transparent)]
     Refused(#[from] IngestError),
-}
-
-impl From<sqlx::Error> for ResumableError {
-    fn from(e: sqlx::Error) -> Self {
-        ResumableError::Refused(IngestError::Internal(e.into()))
-    }
-}
-
-impl From<object_store::Error> for ResumableError {
-    fn from(e: object_store::Error) -> Self {
-        ResumableError::Refused(IngestError::Internal(e.into()))
-    }
 }
 
 impl From<anyhow::Error> for ResumableError {
@@ -156,7 +144,7 @@ impl Resumable {
 
     /// How often a request holding a lease renews it.
     fn renew_every(&self) -> Duration {
-        self.lease / 3
+        crate::lease::renew_every(self.lease)
     }
 
     fn expires_from(&self, now: DateTime<Utc>) -> DateTime<Utc> {
@@ -228,17 +216,17 @@ impl Resumable {
             return Ok(None);
         };
         if row.guest_id != guest.id {
-            return Err(IngestError::KeyConflict);
+            return Err(IngestError::ClientUploadIdConflict);
         }
         if row.filename != creation.filename.as_str() {
-            return Err(IngestError::KeyReused(format!(
+            return Err(IngestError::ClientUploadIdReused(format!(
                 "it was used for “{}”, not “{}”",
                 row.filename,
                 creation.filename.as_str()
             )));
         }
         if row.caption.as_deref() != creation.caption.as_ref().map(Caption::as_str) {
-            return Err(IngestError::KeyReused("it was used with another caption".into()));
+            return Err(IngestError::ClientUploadIdReused("it was used with another caption".into()));
         }
         Ok(Some(row))
     }
@@ -278,7 +266,7 @@ impl Resumable {
         }
         match self.own(guest, id).await? {
             now if now.state == "completed" || (now.state == "open" && now.assembled) => {
-                Err(ResumableError::Busy { offset: u64::try_from(now.upload_offset).unwrap_or(0) })
+                Err(ResumableError::UploadBusy { offset: u64::try_from(now.upload_offset).unwrap_or(0) })
             }
             _ => Ok(()),
         }

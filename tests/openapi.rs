@@ -60,6 +60,10 @@ document_tests!(
     likes_and_comments_are_the_ones_of_api_md,
     the_non_json_answers_say_their_media_type,
     the_obvious_chains_are_linked,
+    the_live_stream_is_described_by_its_events,
+    the_resumable_headers_are_declared,
+    no_bound_is_stricter_than_the_server,
+    the_introduction_and_info_say_what_the_server_does,
 );
 
 both_backends!(
@@ -604,6 +608,9 @@ fn the_obvious_chains_are_linked(served: &Served) {
     let doc = &served.doc;
     let slug = BTreeSet::from(["slug".to_owned()]);
     assert_eq!(link(doc, "createEvent", "201", "joinEvent"), slug, "create event → join");
+    let join = &deref(doc, &doc["paths"]["/api/v1/events"]["post"]["responses"]["201"])["links"]["joinEvent"];
+    assert_eq!(join["requestBody"]["join_token"], "$response.body#/join_token", "the link passes the join token");
+    assert!(join["requestBody"]["display_name"].is_string(), "and a display name");
     assert_eq!(link(doc, "joinEvent", "201", "createUpload"), slug, "join → upload");
     let id = BTreeSet::from(["id".to_owned()]);
     assert_eq!(link(doc, "createUpload", "201", "getUpload"), id, "upload → get upload");
@@ -626,6 +633,129 @@ fn the_obvious_chains_are_linked(served: &Served) {
             }
         }
     }
+}
+
+/// The operation with this id.
+fn operation<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    operations(doc).into_iter().find(|(_, _, op)| op["operationId"] == id).map(|(_, _, op)| op).expect(id)
+}
+
+fn the_live_stream_is_described_by_its_events(served: &Served) {
+    let doc = &served.doc;
+    let stream = &operation(doc, "liveEvents")["responses"]["200"]["content"]["text/event-stream"]["schema"];
+    assert_eq!(stream["type"], "array", "a sequence of events: {stream}");
+    let events: Vec<&Value> =
+        stream["items"]["oneOf"].as_array().expect("each item one of the events").iter().collect();
+    let mut named = BTreeSet::new();
+    for event in events {
+        let event = deref(doc, event);
+        let name = event["properties"]["event"]["enum"][0].as_str().expect("an event's name");
+        named.insert(name.to_owned());
+        let required: Vec<&str> =
+            event["required"].as_array().expect("required").iter().filter_map(Value::as_str).collect();
+        assert_eq!(required, ["event", "data"], "{name}");
+        let data = &event["properties"]["data"];
+        match name {
+            "upload" => assert_eq!(data["$ref"], "#/components/schemas/Upload", "an upload's data is the Upload"),
+            "removed" => assert_eq!(data["required"], json!(["id"]), "a removal's data is its id"),
+            other => panic!("an event the stream does not send: {other}"),
+        }
+    }
+    assert_eq!(named, BTreeSet::from(["upload".to_owned(), "removed".to_owned()]));
+}
+
+/// The header parameters an operation declares, with whether each is required.
+fn headers_of(doc: &Value, operation: &Value) -> Vec<(String, bool)> {
+    operation["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| deref(doc, p))
+        .filter(|p| p["in"] == "header")
+        .map(|p| (p["name"].as_str().expect("a name").to_owned(), p["required"] == true))
+        .collect()
+}
+
+fn the_resumable_headers_are_declared(served: &Served) {
+    let doc = &served.doc;
+    let interop = ("Upload-Draft-Interop-Version".to_owned(), false);
+    let create = headers_of(doc, operation(doc, "createResumableUpload"));
+    for expected in [
+        ("Upload-Metadata".to_owned(), true),
+        ("Upload-Length".to_owned(), false),
+        ("Upload-Complete".to_owned(), false),
+        interop.clone(),
+    ] {
+        assert!(create.contains(&expected), "creation declares {expected:?}: {create:?}");
+    }
+    let append = headers_of(doc, operation(doc, "appendResumableUpload"));
+    for expected in [("Upload-Offset".to_owned(), true), ("Upload-Complete".to_owned(), false), interop.clone()] {
+        assert!(append.contains(&expected), "append declares {expected:?}: {append:?}");
+    }
+    for id in ["getResumableUploadOffset", "cancelResumableUpload", "resumableUploadOptions"] {
+        assert!(headers_of(doc, operation(doc, id)).contains(&interop), "{id} declares the interop version");
+    }
+    // A creation that carried the whole file answers the Upload, and the document says so.
+    let created = &operation(doc, "createResumableUpload")["responses"]["201"];
+    let body = &created["content"]["application/json"]["schema"]["oneOf"];
+    assert_eq!(
+        body,
+        &json!([{"$ref": "#/components/schemas/UploadResource"}, {"$ref": "#/components/schemas/Upload"}]),
+        "the resource or the stored Upload"
+    );
+    for name in ["Location", "Upload-Offset", "Upload-Complete", "Upload-Limit", "Upload-Draft-Interop-Version"] {
+        assert!(created["headers"][name].is_object(), "the creation's 201 declares {name}");
+    }
+    let offset = &operation(doc, "getResumableUploadOffset")["responses"]["204"]["headers"];
+    for name in ["Upload-Offset", "Upload-Complete", "Upload-Length", "Upload-Limit", "Retry-After"] {
+        assert!(offset[name].is_object(), "HEAD declares {name}");
+    }
+}
+
+fn no_bound_is_stricter_than_the_server(served: &Served) {
+    let doc = &served.doc;
+    let list = operation(doc, "listUploads");
+    let parameter = |name: &str| {
+        list["parameters"]
+            .as_array()
+            .expect("parameters")
+            .iter()
+            .map(|p| deref(doc, p))
+            .find(|p| p["name"] == name)
+            .expect(name)
+    };
+    let limit = &parameter("limit")["schema"];
+    assert_eq!(limit["oneOf"][0], json!({"type": "integer", "default": 50}), "any whole number: {limit}");
+    assert_eq!(limit["oneOf"][1]["enum"], json!([""]), "or empty: {limit}");
+    assert_eq!(parameter("review")["schema"]["enum"], json!(["pending", "approved", ""]), "empty is taken too");
+    // `{}` is refused (400): the body says it needs a member.
+    let change = &operation(doc, "changeUpload")["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(change["minProperties"], 1, "{change}");
+    assert_eq!(change["additionalProperties"], false, "{change}");
+    assert!(change.get("maxProperties").is_none(), "{change}");
+    // No fixed example key: tools that send examples would reuse it.
+    let key = doc["paths"]["/api/v1/events"]["post"]["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .map(|p| deref(doc, p))
+        .find(|p| p["name"] == "Idempotency-Key")
+        .expect("Idempotency-Key");
+    assert!(key.get("example").is_none() && key["schema"].get("examples").is_none(), "{key}");
+}
+
+fn the_introduction_and_info_say_what_the_server_does(served: &Served) {
+    let doc = &served.doc;
+    let intro = doc["info"]["description"].as_str().expect("the introduction");
+    assert!(intro.contains("604800"), "the organiser cookie's Max-Age is the session's lifetime");
+    assert!(!intro.contains("Max-Age=31536000`"), "not the guest's year for both");
+    let info = deref(doc, &operation(doc, "getInfo")["responses"]["200"]["content"]["application/json"]["schema"]);
+    let capabilities = &info["properties"]["capabilities"];
+    assert!(
+        capabilities["examples"][0].as_array().expect("an example").contains(&json!("resumable_uploads")),
+        "{capabilities}"
+    );
+    assert!(capabilities["description"].as_str().expect("description").contains("resumable_uploads"));
 }
 
 /// A documented path with unknown ids in place of its parameters.
@@ -675,8 +805,9 @@ fn documented_limit(doc: &Value) -> (u64, u64, u64) {
         .map(|p| deref(doc, p))
         .find(|p| p["name"] == "limit" && p["in"] == "query")
         .expect("a `limit` query parameter");
-    let bound = |name: &str| limit["schema"][name].as_u64().unwrap_or_else(|| panic!("limit's {name}: {limit}"));
-    (bound("minimum"), bound("maximum"), bound("default"))
+    let bound = |name: &str| limit["x-clamp"][name].as_u64().unwrap_or_else(|| panic!("limit's {name}: {limit}"));
+    let default = limit["schema"]["oneOf"][0]["default"].as_u64().unwrap_or_else(|| panic!("limit's default: {limit}"));
+    (bound("minimum"), bound("maximum"), default)
 }
 
 async fn the_paging_bounds_are_the_ones_the_server_clamps_to(backend: Backend) {

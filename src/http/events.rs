@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 use super::event_page::{self, ChangeEventPage, PublicEventPage};
 use super::extract::{Admin, JsonBody, Manager, Viewer};
 use super::idempotency::{Keyed, Write};
-use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
+use super::openapi::{IdempotencyKeyParam, SlugParam, either, refusals, schemas};
 use super::views::{EventJson, HostGallery, HostModesJson};
 use crate::db::events::EventChange;
 use crate::domain::{EventName, EventSlug, Gallery, OrganiserPassword};
@@ -56,7 +56,7 @@ struct CreateEvent {
     params(IdempotencyKeyParam),
     request_body = CreateEvent,
     responses(
-        (status = 201, description = "Created. With `Idempotent-Replayed: true`: the recorded answer of an earlier request with the same `Idempotency-Key`; no event was created this time.", body = EventJson, headers(("Location" = String, description = "`/api/v1/events/{slug}`. (No GET route serves that path yet.)"), ("Idempotent-Replayed" = inline(schemas::True), description = "`true`: this is the recorded answer to an earlier request with the same `Idempotency-Key` (parameter `IdempotencyKey`); the write was not run again. Absent when the write ran.")), links(("joinEvent" = (operation_id = "joinEvent", parameters(("slug" = "$response.body#/slug")), description = "Guests join the new event with its `join_token`.")))),
+        (status = 201, description = "Created. With `Idempotent-Replayed: true`: the recorded answer of an earlier request with the same `Idempotency-Key`; no event was created this time.", body = EventJson, headers(("Location" = String, description = "`/api/v1/events/{slug}`: the event (operation `showEvent`)."), ("Idempotent-Replayed" = inline(schemas::True), description = "`true`: this is the recorded answer to an earlier request with the same `Idempotency-Key` (parameter `IdempotencyKey`); the write was not run again. Absent when the write ran.")), links(("joinEvent" = (operation_id = "joinEvent", parameters(("slug" = "$response.body#/slug")), request_body = json!({"join_token": "$response.body#/join_token", "display_name": "Anna"}), description = "Guests join the new event with its `join_token` and a display name of their own.")), ("showEvent" = (operation_id = "showEvent", parameters(("slug" = "$response.body#/slug")), description = "The event, as its `Location` names it.")))),
         CreateEventRefusals,
     ),
 )]
@@ -124,12 +124,19 @@ async fn show(
 }
 
 /// What `show` answers: the whole event to its organiser, the public view to anyone else.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize)]
 #[serde(untagged)]
 enum ShownEvent {
     Whole(EventJson),
     Public(PublicEvent),
 }
+
+// `anyOf`, not `oneOf`: the whole event has every member of the public view, so an organiser's answer matches
+// both. A client tells them apart by `join_token`, which only the whole event has.
+either!(
+    ShownEvent: AnyOfBuilder(EventJson, PublicEvent),
+    "The whole `Event` for its organiser (it has `join_token`), else the `PublicEvent`."
+);
 
 /// The event's name, whether uploads are open, the guests' page and the host modes: what its join page shows before
 /// anyone joined.

@@ -41,24 +41,31 @@ impl utoipa::IntoParams for ListParams {
         _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
     ) -> Vec<utoipa::openapi::path::Parameter> {
         use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
-        use utoipa::openapi::{ObjectBuilder, Required, Type};
-        let limit = ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .default(Some(DEFAULT_PAGE.into()))
-            .minimum(Some(MIN_PAGE))
-            .maximum(Some(MAX_PAGE));
+        use utoipa::openapi::{ObjectBuilder, OneOfBuilder, Required, Type};
+        // Any whole number is taken (and clamped), and so is an empty value: no bounds here that the
+        // server does not refuse by.
+        let empty = || ObjectBuilder::new().schema_type(Type::String).enum_values(Some([""]));
+        let limit = OneOfBuilder::new()
+            .item(ObjectBuilder::new().schema_type(Type::Integer).default(Some(DEFAULT_PAGE.into())))
+            .item(empty());
         let description = format!(
-            "Page size: default {DEFAULT_PAGE}, clamped to {MIN_PAGE}–{MAX_PAGE}. Not a whole number: 400 `invalid_request`. Empty: the default."
+            "Page size: default {DEFAULT_PAGE}, clamped to {MIN_PAGE}–{MAX_PAGE} (any whole number is taken, however large or small). Not a whole number: 400 `invalid_request`. Empty: the default."
         );
         let cursor = "`next_cursor` of the previous page (opaque). Not one this server gave out: 400 `invalid_cursor`. Empty: the first page.";
         vec![
-            ParameterBuilder::new()
-                .name("limit")
-                .parameter_in(ParameterIn::Query)
-                .required(Required::False)
-                .description(Some(description))
-                .schema(Some(limit))
-                .build(),
+            {
+                let mut limit = ParameterBuilder::new()
+                    .name("limit")
+                    .parameter_in(ParameterIn::Query)
+                    .required(Required::False)
+                    .description(Some(description))
+                    .schema(Some(limit))
+                    .build();
+                // The bounds, for programs: the server clamps to them rather than refusing.
+                let clamp = serde_json::json!({"minimum": MIN_PAGE, "maximum": MAX_PAGE});
+                limit.extensions.get_or_insert_with(Default::default).insert("x-clamp".into(), clamp);
+                limit
+            },
             ParameterBuilder::new()
                 .name("cursor")
                 .parameter_in(ParameterIn::Query)
@@ -71,7 +78,7 @@ impl utoipa::IntoParams for ListParams {
                 .parameter_in(ParameterIn::Query)
                 .required(Required::False)
                 .description(Some("`pending`: only uploads waiting for the organiser's approval (the organiser's review list; a guest gets their own); `approved`: only approved ones. Absent or empty: both, as far as the caller may see them. Another value: 400 `invalid_request`."))
-                .schema(Some(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["pending", "approved"]))))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["pending", "approved", ""]))))
                 .build(),
         ]
     }
@@ -117,14 +124,11 @@ async fn list_uploads(
     }
     let limit = match params.limit.as_deref() {
         None | Some("") => DEFAULT_PAGE,
-        Some(raw) => raw
-            .parse::<i64>()
-            .map_err(|_| ApiError::InvalidRequest("`limit` must be a whole number".into()))?
-            .clamp(MIN_PAGE, MAX_PAGE),
+        Some(raw) => page_size(raw)?,
     };
     let before = match params.cursor.as_deref() {
         None | Some("") => None,
-        Some(raw) => Some(decode_cursor(raw)?),
+        Some(raw) => Some(decode_cursor(event.id, raw)?),
     };
     let review = match params.review.as_deref() {
         None | Some("") => None,
@@ -145,19 +149,50 @@ async fn list_uploads(
     let mut rows = state.db.list_uploads(&query).await?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
-        rows.last().map(|r| URL_SAFE_NO_PAD.encode(r.id.as_bytes()))
+        rows.last().map(|r| encode_cursor(event.id, r.id))
     } else {
         None
     };
     Ok(Json(UploadPage { items: rows.iter().map(UploadJson::new).collect(), next_cursor }))
 }
 
-fn decode_cursor(raw: &str) -> ApiResult<Uuid> {
+/// `limit` clamped: a whole number too large (or too small) for 64 bits is clamped like any other.
+fn page_size(raw: &str) -> ApiResult<i64> {
+    use std::num::IntErrorKind;
+    match raw.parse::<i64>() {
+        Ok(limit) => Ok(limit.clamp(MIN_PAGE, MAX_PAGE)),
+        Err(e) if *e.kind() == IntErrorKind::PosOverflow => Ok(MAX_PAGE),
+        Err(e) if *e.kind() == IntErrorKind::NegOverflow => Ok(MIN_PAGE),
+        Err(_) => Err(ApiError::InvalidRequest("`limit` must be a whole number".into())),
+    }
+}
+
+/// The last upload of a page, and a check that ties it to the event's listing: a cursor this server did not give
+/// out for this event is refused rather than read as a position.
+fn encode_cursor(event_id: Uuid, last: Uuid) -> String {
+    let mut bytes = last.as_bytes().to_vec();
+    bytes.extend_from_slice(&cursor_check(event_id, last));
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn decode_cursor(event_id: Uuid, raw: &str) -> ApiResult<Uuid> {
     URL_SAFE_NO_PAD
         .decode(raw)
         .ok()
-        .and_then(|bytes| Uuid::from_slice(&bytes).ok())
+        .filter(|bytes| bytes.len() == 16 + CURSOR_CHECK)
+        .and_then(|bytes| Uuid::from_slice(&bytes[..16]).ok().filter(|id| bytes[16..] == cursor_check(event_id, *id)))
         .ok_or_else(|| ApiError::InvalidCursor("the cursor is not one this server gave out".into()))
+}
+
+const CURSOR_CHECK: usize = 6;
+
+fn cursor_check(event_id: Uuid, last: Uuid) -> [u8; CURSOR_CHECK] {
+    use sha2::{Digest, Sha256};
+    let digest =
+        Sha256::new().chain_update(b"confetti gallery cursor").chain_update(event_id).chain_update(last).finalize();
+    let mut check = [0; CURSOR_CHECK];
+    check.copy_from_slice(&digest[..CURSOR_CHECK]);
+    check
 }
 
 refusals!(ListUploadsRefusals {

@@ -27,6 +27,7 @@ pub mod problem;
 pub mod reactions;
 pub mod restore;
 pub mod resumable;
+mod resumable_doc;
 pub mod security_headers;
 mod state;
 pub mod system;

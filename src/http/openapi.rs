@@ -197,6 +197,33 @@ macro_rules! refusals {
 }
 pub(crate) use refusals;
 
+/// Declares the schema of a body that is either of two named schemas (whose shape depends on the caller or on
+/// the request): `either!(Name: OneOfBuilder(A, B), "…")`; `AnyOfBuilder` where one may match both.
+macro_rules! either {
+    ($name:ident: $builder:ident($a:ty, $b:ty), $description:expr) => {
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                use utoipa::openapi::Ref;
+                let either = utoipa::openapi::schema::$builder::new()
+                    .item(Ref::from_schema_name(<$a as utoipa::ToSchema>::name()))
+                    .item(Ref::from_schema_name(<$b as utoipa::ToSchema>::name()))
+                    .description(Some($description));
+                utoipa::openapi::RefOr::T(either.build().into())
+            }
+        }
+
+        impl utoipa::ToSchema for $name {
+            fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+                schemas.push((<$a as utoipa::ToSchema>::name().into(), <$a as utoipa::PartialSchema>::schema()));
+                schemas.push((<$b as utoipa::ToSchema>::name().into(), <$b as utoipa::PartialSchema>::schema()));
+                <$a as utoipa::ToSchema>::schemas(schemas);
+                <$b as utoipa::ToSchema>::schemas(schemas);
+            }
+        }
+    };
+}
+pub(crate) use either;
+
 /// Schemas of headers and of bodies that are not JSON, which the document can say more about
 /// than "a string".
 pub mod schemas {
@@ -300,10 +327,59 @@ pub mod schemas {
         /// A ZIP archive.
         Zip => bytes("application/zip")
     );
-    custom_schema!(
-        /// Server-sent events.
-        EventStream => string(|s| s.description(Some(EVENT_STREAM)).examples([EVENT_STREAM_EXAMPLE]))
-    );
+    /// Server-sent events, described by their events: the stream is a sequence of `LiveUploadEvent` and
+    /// `LiveRemovedEvent` (each an `event:` line and a `data:` line holding its `data` as JSON, ended by a blank
+    /// line), with comment lines between them that keep the connection open.
+    pub struct EventStream;
+
+    impl utoipa::PartialSchema for EventStream {
+        fn schema() -> RefOr<Schema> {
+            use utoipa::openapi::{ArrayBuilder, OneOfBuilder, Ref};
+            let one = OneOfBuilder::new()
+                .item(Ref::from_schema_name("LiveUploadEvent"))
+                .item(Ref::from_schema_name("LiveRemovedEvent"));
+            let description = format!("{EVENT_STREAM}\n\n```\n{EVENT_STREAM_EXAMPLE}```");
+            ArrayBuilder::new().items(one).description(Some(description)).into()
+        }
+    }
+
+    impl utoipa::ToSchema for EventStream {
+        fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+            use utoipa::openapi::Ref;
+            let event = |name: &str, description: &str, data: RefOr<Schema>| -> RefOr<Schema> {
+                ObjectBuilder::new()
+                    .description(Some(description))
+                    .property("event", ObjectBuilder::new().schema_type(Type::String).enum_values(Some([name])))
+                    .required("event")
+                    .property("data", data)
+                    .required("data")
+                    .into()
+            };
+            let removed = ObjectBuilder::new()
+                .property(
+                    "id",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(utoipa::openapi::KnownFormat::Uuid))),
+                )
+                .required("id")
+                .into();
+            schemas.push((
+                "LiveUploadEvent".into(),
+                event(
+                    "upload",
+                    "`event: upload`: an upload became `ready`, or a `ready` one was shown again; `data:` the Upload as this listener may see it.",
+                    Ref::from_schema_name("Upload").into(),
+                ),
+            ));
+            schemas.push((
+                "LiveRemovedEvent".into(),
+                event("removed", "`event: removed`: an upload was hidden or deleted; `data:` its id.", removed),
+            ));
+            <crate::http::views::UploadJson as utoipa::ToSchema>::schemas(schemas);
+            schemas.push(("Upload".into(), <crate::http::views::UploadJson as utoipa::PartialSchema>::schema()));
+        }
+    }
     custom_schema!(
         /// An original, as uploaded.
         Original => bytes("application/octet-stream")
@@ -321,9 +397,17 @@ pub mod schemas {
         Avif => bytes("image/avif")
     );
 
+    /// An object schema that also says it has at least one member (`minProperties: 1`): a body of optional members
+    /// of which some must be there. (utoipa's own `min_properties` writes `maxProperties`.)
+    pub fn at_least_one_member(mut schema: RefOr<Schema>) -> RefOr<Schema> {
+        if let RefOr::T(Schema::Object(object)) = &mut schema {
+            object.min_properties = Some(1);
+        }
+        schema
+    }
+
     const METRICS_EXAMPLE: &str = "# HELP confetti_idempotency_executions_total writes that claimed a key and ran\n# TYPE confetti_idempotency_executions_total counter\nconfetti_idempotency_executions_total 0\n# HELP confetti_idempotency_replays_total recorded answers replayed\n# TYPE confetti_idempotency_replays_total counter\nconfetti_idempotency_replays_total 0\n# HELP confetti_idempotency_mismatches_total keys reused with another request (422)\n# TYPE confetti_idempotency_mismatches_total counter\nconfetti_idempotency_mismatches_total 0\n# HELP confetti_idempotency_in_flight_total attempts answered 409 while the key was held\n# TYPE confetti_idempotency_in_flight_total counter\nconfetti_idempotency_in_flight_total 0\n# HELP confetti_idempotency_takeovers_total claims taken over after their lease expired\n# TYPE confetti_idempotency_takeovers_total counter\nconfetti_idempotency_takeovers_total 0\n# HELP confetti_idempotency_released_total keys released after a refusal or failure\n# TYPE confetti_idempotency_released_total counter\nconfetti_idempotency_released_total 0\n# HELP confetti_idempotency_swept_total completed keys forgotten after the retention\n# TYPE confetti_idempotency_swept_total counter\nconfetti_idempotency_swept_total 0\n";
-    const EVENT_STREAM: &str =
-        "Events `upload` (data: an `Upload`) and `removed` (data: `{\"id\"}`), each ended by a blank line.";
+    const EVENT_STREAM: &str = "A `text/event-stream`, read as the sequence of its events (the items here, in the order sent): each is an `event:` line naming it (`upload` or `removed`) and one `data:` line holding the item's `data` as JSON, ended by a blank line. Comment lines (`:`) keep the connection open and carry nothing. No event has an `id:`.";
     const EVENT_STREAM_EXAMPLE: &str = "event: upload\ndata: {\"id\":\"0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f\",\"event\":\"hochzeit-anna-ben-x7k2\",\"status\":\"ready\",…}\n\nevent: removed\ndata: {\"id\":\"0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f\"}\n\n";
 }
 
@@ -362,8 +446,9 @@ impl IntoParams for IdempotencyKeyParam {
                 .parameter_in(ParameterIn::Header)
                 .required(Required::False)
                 .description(Some(include_str!("openapi_idempotency_key.md").trim_end()))
+                // No example: a tool that sends examples would send the same key with every request, and
+                // each one after the first would be answered as a replay or refused as a reused key.
                 .schema(Some(schema))
-                .example(Some(serde_json::json!("6f1c2a3e-9b8d-4e2f-a1c0-7d5e4b3a2918")))
                 .build(),
         ]
     }
@@ -391,7 +476,8 @@ pub fn document(mut openapi: OpenApi) -> Arc<str> {
     }
 }
 
-/// utoipa 5 writes a link's `operationId` as `operation_id`: moved to where OpenAPI looks.
+/// utoipa 5 writes a link's `operationId` and `requestBody` as `operation_id` and `request_body`: moved to
+/// where OpenAPI looks.
 fn name_linked_operations(openapi: &mut OpenApi) {
     for item in openapi.paths.paths.values_mut() {
         let operations = [
@@ -410,8 +496,12 @@ fn name_linked_operations(openapi: &mut OpenApi) {
                 for link in response.links.values_mut() {
                     let RefOr::T(link) = link else { continue };
                     let id = std::mem::take(&mut link.operation_id);
+                    let extensions = link.extensions.get_or_insert_with(Default::default);
                     if !id.is_empty() {
-                        link.extensions.get_or_insert_with(Default::default).insert("operationId".into(), id.into());
+                        extensions.insert("operationId".into(), id.into());
+                    }
+                    if let Some(body) = link.request_body.take() {
+                        extensions.insert("requestBody".into(), body);
                     }
                 }
             }

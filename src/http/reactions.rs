@@ -42,10 +42,16 @@ struct LikeState {
 
 /// The upload a guest may react to: one they can see, in their own event.
 async fn for_guest(state: &AppState, viewer: &Viewer, id: &str) -> ApiResult<(GuestRow, UploadRow)> {
+    // Organisers moderate; likes and comments carry a guest's name. Decided before the upload is looked
+    // for, so an organiser gets the same answer whatever the id.
+    let Some(guest) = viewer.guest.clone() else {
+        return Err(ApiError::GuestsOnly);
+    };
     let id = Uuid::try_parse(id).map_err(|_| ApiError::NotFound)?;
     let row = visible_upload(state, viewer, id).await?;
-    // Organisers moderate; likes and comments carry a guest's name.
-    let guest = viewer.guest.clone().filter(|g| g.event_id == row.event_id).ok_or(ApiError::Forbidden)?;
+    if guest.event_id != row.event_id {
+        return Err(ApiError::GuestsOnly);
+    }
     if guest.blocked {
         return Err(ApiError::GuestBlocked);
     }

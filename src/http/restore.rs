@@ -64,7 +64,12 @@ async fn restore(
     let mut tx = write.begin(&state.db).await?;
     if !tx.take_back_delete(id).await? {
         tx.rollback().await?;
-        return Err(ApiError::UndoExpired);
+        // A restore that committed in between took the job back first: its losers are told the upload is not
+        // deleted (409), as a restore after it would be, not that the undo expired.
+        return Err(match state.db.upload_is_live(id).await? {
+            Some(true) => ApiError::UploadNotDeleted,
+            _ => ApiError::UndoExpired,
+        });
     }
     let Some(restored) = tx.undelete_upload(id).await? else {
         // Restored by a request that committed in between.

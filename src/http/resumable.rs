@@ -9,8 +9,9 @@
 
 use axum::Json;
 use axum::body::{Body, BodyDataStream};
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use chrono::Utc;
@@ -22,7 +23,8 @@ use uuid::Uuid;
 
 use super::IDEMPOTENT_REPLAYED;
 use super::extract::Guest;
-use super::openapi::{SlugParam, refusals};
+use super::openapi::{SlugParam, refusals, schemas};
+use super::resumable_doc as doc;
 use super::views::UploadJson;
 use crate::db::resumable::ResumableRow;
 use crate::domain::{Caption, ClientUploadId, FileName};
@@ -43,13 +45,33 @@ const INTEROP: HeaderName = HeaderName::from_static("upload-draft-interop-versio
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         // Bodies are counted against the declared length, not axum's 2 MB default.
-        .routes(routes!(create_resumable, resumable_options).layer(DefaultBodyLimit::disable()))
-        .routes(routes!(resumable_offset, append_resumable, cancel_resumable).layer(DefaultBodyLimit::disable()))
+        .routes(
+            routes!(create_resumable, resumable_options)
+                .layer(DefaultBodyLimit::disable())
+                .layer(middleware::from_fn(echo_interop)),
+        )
+        .routes(
+            routes!(resumable_offset, append_resumable, cancel_resumable)
+                .layer(DefaultBodyLimit::disable())
+                .layer(middleware::from_fn(echo_interop)),
+        )
+}
+
+/// Every answer of these routes carries the request's `Upload-Draft-Interop-Version`, refusals
+/// made before the handler runs (no credential, a header that does not parse) included.
+async fn echo_interop(request: Request, next: Next) -> Response {
+    let version = interop(request.headers());
+    let mut response = next.run(request).await;
+    if let Some(version) = version {
+        response.headers_mut().insert(INTEROP, HeaderValue::from(version));
+    }
+    response
 }
 
 /// A new upload resource.
 #[derive(Serialize, ToSchema)]
-struct ResourceJson {
+#[schema(as = UploadResource)]
+pub(super) struct ResourceJson {
     id: Uuid,
     /// Bytes kept so far.
     offset: u64,
@@ -73,10 +95,12 @@ struct ResourceJson {
     operation_id = "createResumableUpload",
     tag = "uploads",
     security(("guestBearer" = []), ("guestCookie" = [])),
-    params(SlugParam),
+    params(SlugParam, doc::CreationHeaders),
+    request_body(content = inline(Option<schemas::Original>), content_type = "application/octet-stream", description = "Optional: the file from its first byte (with `Upload-Complete: ?1`, all of it). Any content type."),
     responses(
-        (status = 200, description = "The key's upload is stored already: a replay (`Idempotent-Replayed: true`, `Upload-Complete: ?1`).", body = UploadJson),
-        (status = 201, description = "The upload resource (new, or this guest's open one for the key), with `Location`, `Upload-Offset`, `Upload-Limit`; or, for a complete body, the stored Upload with `Upload-Complete: ?1`.", body = ResourceJson),
+        (status = 200, description = "The key's upload is stored already: a replay (`Idempotent-Replayed: true`, `Upload-Complete: ?1`).", body = UploadJson, headers(("Idempotent-Replayed" = inline(schemas::True), description = "`true`."), ("Upload-Complete" = inline(doc::Stored), description = "The file is stored."), ("Upload-Offset" = inline(doc::Offset), description = "The file's length."), ("Upload-Draft-Interop-Version" = inline(doc::Interop), description = "The request's, when it sent one."))),
+        (status = 201, description = "The upload resource (new, or this guest's open one for the key), with `Location`, `Upload-Offset`, `Upload-Limit`; or, for a complete body, the stored Upload with `Upload-Complete: ?1` and `Location` naming it.", body = inline(doc::CreatedBody), headers(("Location" = String, description = "The resource (`…/uploads/resumable/{id}`), or the stored upload (`/api/v1/uploads/{id}`)."), ("Upload-Complete" = inline(doc::Complete), description = "`?0`: a resource to append to; `?1`: the file is stored."), ("Upload-Offset" = inline(doc::Offset), description = "The bytes kept."), ("Upload-Limit" = inline(doc::Limit), description = "The size limit and the seconds the resource is kept."), ("Upload-Draft-Interop-Version" = inline(doc::Interop), description = "The request's, when it sent one."))),
+        (status = 204, description = "The first bytes were kept (a creation with a body that did not complete the file): `Upload-Offset`, `Upload-Complete: ?0`, `Location`.", headers(("Location" = String, description = "The resource."), ("Upload-Complete" = inline(doc::NotYet), description = "More is to come."), ("Upload-Offset" = inline(doc::Offset), description = "The bytes kept."), ("Upload-Limit" = inline(doc::Limit), description = "The size limit and the seconds the resource is kept."), ("Upload-Draft-Interop-Version" = inline(doc::Interop), description = "The request's, when it sent one."))),
         ResumableRefusals,
     ),
 )]
@@ -96,17 +120,17 @@ async fn create_resumable(
     let length = length(&headers, complete)?;
     let creation = creation(&headers, length, interop)?;
     let row = match resumable.create(guest.clone(), creation).await {
-        Ok(Created::Stored(row)) => return Ok(with_interop(stored(Ingested::Replayed(row)), interop)),
+        Ok(Created::Stored(row)) => return Ok(stored(Ingested::Replayed(row))),
         Ok(Created::New(row) | Created::Existing(row)) => row,
         Err(refusal) => return Err(refusal.into()),
     };
     let location = location(&slug, row.id);
     if !(has_body(&headers) || complete && length == 0) {
-        return Ok(with_interop(created(&state, &row, &location), interop));
+        return Ok(created(&state, &row, &location));
     }
     let piece = Piece { offset: 0, complete, content_length: integer(&headers, &header::CONTENT_LENGTH)? };
     let outcome = resumable.append(guest, row.id, piece, body.into_data_stream()).await;
-    Ok(with_interop(appended_response(&state, outcome, &location), interop))
+    Ok(appended_response(&state, outcome, &location))
 }
 
 /// What creating an upload resource allows (`Accept-Patch`, `Upload-Limit`)
@@ -116,17 +140,21 @@ async fn create_resumable(
     operation_id = "resumableUploadOptions",
     tag = "uploads",
     security(()),
-    params(SlugParam),
-    responses((status = 204, description = "`Accept-Patch: application/partial-upload` and `Upload-Limit`.")),
+    params(SlugParam, doc::InteropHeader),
+    responses(
+        (status = 204, description = "`Accept-Patch: application/partial-upload` and `Upload-Limit`.", headers(("Accept-Patch" = inline(doc::AcceptPatch), description = "What an append sends."), ("Upload-Limit" = inline(doc::Limit), description = "The size limit and the seconds the resource is kept."), ("Upload-Draft-Interop-Version" = inline(doc::Interop), description = "The request's, when it sent one."))),
+        OptionsRefusals,
+    ),
 )]
 async fn resumable_options(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     let resumable = available(&state)?;
-    let limit = format!("max-size={}, max-age={}", resumable.max_length(), resumable.expiry().as_secs());
+    let age = if completes_at_length(interop(&headers)) { "expires" } else { "max-age" };
+    let limit = format!("max-size={}, {age}={}", resumable.max_length(), resumable.expiry().as_secs());
     let mut response = StatusCode::NO_CONTENT.into_response();
     let out = response.headers_mut();
     out.insert(HeaderName::from_static("accept-patch"), HeaderValue::from_static("application/partial-upload"));
     insert(out, UPLOAD_LIMIT, &limit);
-    Ok(with_interop(response, interop(&headers)))
+    Ok(response)
 }
 
 /// How much of a resumable upload the server has (guest)
@@ -140,9 +168,9 @@ async fn resumable_options(State(state): State<AppState>, headers: HeaderMap) ->
     operation_id = "getResumableUploadOffset",
     tag = "uploads",
     security(("guestBearer" = []), ("guestCookie" = [])),
-    params(SlugParam, ("id" = Uuid, Path, description = "The upload resource.")),
+    params(SlugParam, ("id" = Uuid, Path, description = "The upload resource."), doc::InteropHeader),
     responses(
-        (status = 204, description = "`Upload-Offset`, `Upload-Complete`, `Upload-Length`, `Upload-Limit`, `Cache-Control: no-store`; `Retry-After: 1` while a request is storing the photo."),
+        (status = 204, description = "`Upload-Offset`, `Upload-Complete`, `Upload-Length`, `Upload-Limit`, `Cache-Control: no-store`; `Retry-After: 1` while a request is storing the photo.", headers(("Upload-Offset" = inline(doc::Offset), description = "The bytes kept (the whole length while the photo is being stored, and once it is)."), ("Upload-Complete" = inline(doc::Complete), description = "`?1` once the file is stored."), ("Upload-Length" = inline(doc::Offset), description = "The file's length."), ("Upload-Limit" = inline(doc::Limit), description = "While the resource is open."), ("Retry-After" = inline(schemas::Seconds), description = "`1`, while a request is storing the photo."), ("Cache-Control" = String, description = "`no-store`."), ("Upload-Draft-Interop-Version" = inline(doc::Interop), description = "The request's, when it sent one."))),
         ResumableRefusals,
     ),
 )]
@@ -150,7 +178,6 @@ async fn resumable_offset(
     State(state): State<AppState>,
     Guest(guest): Guest,
     Path((slug, id)): Path<(String, String)>,
-    headers: HeaderMap,
 ) -> ApiResult<Response> {
     let (resumable, id) = resource(&state, &guest, &slug, &id)?;
     let mut response = StatusCode::NO_CONTENT.into_response();
@@ -178,7 +205,7 @@ async fn resumable_offset(
             insert(out, UPLOAD_LENGTH, &upload.bytes.to_string());
         }
     }
-    Ok(with_interop(response, interop(&headers)))
+    Ok(response)
 }
 
 /// Append to a resumable upload (guest)
@@ -198,12 +225,12 @@ async fn resumable_offset(
     operation_id = "appendResumableUpload",
     tag = "uploads",
     security(("guestBearer" = []), ("guestCookie" = [])),
-    params(SlugParam, ("id" = Uuid, Path, description = "The upload resource.")),
-    request_body(content = String, content_type = "application/partial-upload"),
+    params(SlugParam, ("id" = Uuid, Path, description = "The upload resource."), doc::AppendHeaders),
+    request_body(content = inline(schemas::Original), content_type = "application/partial-upload", description = "The file's bytes from `Upload-Offset` on."),
     responses(
-        (status = 200, description = "Stored before (a replay): the Upload, `Idempotent-Replayed: true`, `Upload-Complete: ?1`.", body = UploadJson),
-        (status = 201, description = "The file is whole and stored: the Upload, `Upload-Complete: ?1`.", body = UploadJson),
-        (status = 204, description = "Kept: `Upload-Offset`, `Upload-Complete: ?0`."),
+        (status = 200, description = "Stored before (a replay): the Upload, `Idempotent-Replayed: true`, `Upload-Complete: ?1`.", body = UploadJson, headers(("Idempotent-Replayed" = inline(schemas::True), description = "`true`."), ("Upload-Complete" = inline(doc::Stored), description = "The file is stored."), ("Upload-Offset" = inline(doc::Offset), description = "The file's length."), ("Upload-Draft-Interop-Version" = inline(doc::Interop), description = "The request's, when it sent one."))),
+        (status = 201, description = "The file is whole and stored: the Upload, `Upload-Complete: ?1`.", body = UploadJson, headers(("Location" = String, description = "`/api/v1/uploads/{id}`."), ("Upload-Complete" = inline(doc::Stored), description = "The file is stored."), ("Upload-Offset" = inline(doc::Offset), description = "The file's length."), ("Upload-Draft-Interop-Version" = inline(doc::Interop), description = "The request's, when it sent one."))),
+        (status = 204, description = "Kept: `Upload-Offset`, `Upload-Complete: ?0`.", headers(("Location" = String, description = "The resource."), ("Upload-Complete" = inline(doc::NotYet), description = "More is to come."), ("Upload-Offset" = inline(doc::Offset), description = "The bytes kept: where the next append starts."), ("Upload-Limit" = inline(doc::Limit), description = "The size limit and the seconds the resource is kept."), ("Upload-Draft-Interop-Version" = inline(doc::Interop), description = "The request's, when it sent one."))),
         ResumableRefusals,
     ),
 )]
@@ -215,14 +242,13 @@ async fn append_resumable(
     body: Body,
 ) -> ApiResult<Response> {
     let (resumable, id) = resource(&state, &guest, &slug, &id)?;
-    let interop = interop(&headers);
     let Some(offset) = integer(&headers, &UPLOAD_OFFSET)? else {
         return Err(ApiError::InvalidRequest("an append needs `Upload-Offset`".into()));
     };
     let complete = boolean(&headers, &UPLOAD_COMPLETE)?.unwrap_or(false);
     let piece = Piece { offset, complete, content_length: integer(&headers, &header::CONTENT_LENGTH)? };
     let outcome = resumable.append(guest, id, piece, body.into_data_stream()).await;
-    Ok(with_interop(appended_response(&state, outcome, &location(&slug, id)), interop))
+    Ok(appended_response(&state, outcome, &location(&slug, id)))
 }
 
 /// Cancel a resumable upload (guest)
@@ -236,18 +262,17 @@ async fn append_resumable(
     operation_id = "cancelResumableUpload",
     tag = "uploads",
     security(("guestBearer" = []), ("guestCookie" = [])),
-    params(SlugParam, ("id" = Uuid, Path, description = "The upload resource.")),
-    responses((status = 204, description = "Cancelled."), ResumableRefusals),
+    params(SlugParam, ("id" = Uuid, Path, description = "The upload resource."), doc::InteropHeader),
+    responses((status = 204, description = "Cancelled.", headers(("Upload-Draft-Interop-Version" = inline(doc::Interop), description = "The request's, when it sent one."))), ResumableRefusals),
 )]
 async fn cancel_resumable(
     State(state): State<AppState>,
     Guest(guest): Guest,
     Path((slug, id)): Path<(String, String)>,
-    headers: HeaderMap,
 ) -> ApiResult<Response> {
     let (resumable, id) = resource(&state, &guest, &slug, &id)?;
     resumable.cancel(&guest, id).await.map_err(problem)?;
-    Ok(with_interop(StatusCode::NO_CONTENT.into_response(), interop(&headers)))
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 refusals!(ResumableRefusals {
@@ -262,6 +287,10 @@ refusals!(ResumableRefusals {
     422 => problem("`client_upload_id_reused`: this guest's key, for another file name or caption.", &[ClientUploadIdReused, InvalidCaption]),
     500 => shared("Internal"),
     507 => problem("The server's photo disk is below its free-space floor (`--min-free-bytes`), or a creation's `Upload-Length` does not fit in the free space above it. An append refused before its first byte keeps the resource as it was; one that reaches the floor while its bytes arrive keeps what arrived before and stops; either way the resource stays open, `Upload-Offset` says how far it is, and the client resumes from there once there is room.", &[InsufficientStorage]),
+});
+
+refusals!(OptionsRefusals {
+    404 => problem("This server's photo store keeps no partial uploads (capability `resumable_uploads` not listed).", &[NotFound]),
 });
 
 fn available(state: &AppState) -> ApiResult<&std::sync::Arc<crate::resumable::Resumable>> {
@@ -319,7 +348,7 @@ fn appended_response(state: &AppState, outcome: AppendOutcome<BodyDataStream>, l
         }
         Ok(Appended::Stored(ingested)) => stored(*ingested),
         // Stopped at the disk's floor: what was kept, for the client to resume from later.
-        Err(ResumableError::DiskFull { offset }) => {
+        Err(ResumableError::InsufficientStorage { offset }) => {
             let mut response = ApiError::InsufficientStorage.into_response();
             insert(response.headers_mut(), UPLOAD_OFFSET, &offset.to_string());
             response
@@ -354,12 +383,14 @@ fn stored(ingested: Ingested) -> Response {
 fn problem(e: ResumableError) -> ApiError {
     match e {
         ResumableError::NotFound => ApiError::NotFound,
-        ResumableError::Busy { offset } => ApiError::UploadBusy { offset },
-        ResumableError::OffsetMismatch { expected, provided } => ApiError::UploadOffsetMismatch { expected, provided },
-        ResumableError::InconsistentLength(why) => ApiError::InconsistentUploadLength(why),
+        ResumableError::UploadBusy { offset } => ApiError::UploadBusy { offset },
+        ResumableError::UploadOffsetMismatch { expected, provided } => {
+            ApiError::UploadOffsetMismatch { expected, provided }
+        }
+        ResumableError::InconsistentUploadLength(why) => ApiError::InconsistentUploadLength(why),
         // Nobody reads this answer: the client is gone.
         ResumableError::Cut => ApiError::InvalidRequest("the request was cut short; its bytes are kept".into()),
-        ResumableError::DiskFull { .. } => ApiError::InsufficientStorage,
+        ResumableError::InsufficientStorage { .. } => ApiError::InsufficientStorage,
         ResumableError::Refused(refusal) => refusal.into(),
     }
 }
@@ -374,13 +405,6 @@ fn limit(state: &AppState, row: &ResumableRow) -> String {
 /// The request's interop version, echoed on its answers.
 fn interop(headers: &HeaderMap) -> Option<i32> {
     headers.get(&INTEROP)?.to_str().ok()?.trim().parse().ok().filter(|v| *v > 0)
-}
-
-fn with_interop(mut response: Response, interop: Option<i32>) -> Response {
-    if let Some(version) = interop {
-        response.headers_mut().insert(INTEROP, HeaderValue::from(version));
-    }
-    response
 }
 
 /// A structured-field Boolean (`?1`, `?0`).

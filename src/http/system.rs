@@ -210,16 +210,23 @@ struct Info {
     /// The server's version.
     #[schema(value_type = String, examples("0.1.0"))]
     version: &'static str,
-    /// Features a client may rely on. This server lists `client_upload_id` (deduplicated uploads, the
-    /// `Idempotency-Key` header on uploads), `upload_preflight` (`GET …/uploads/by-client-id/{client_upload_id}`)
-    /// and `idempotency_keys` (`Idempotency-Key` on every other authenticated write: parameter `IdempotencyKey`).
-    /// Ignore values you do not know.
-    #[schema(value_type = Vec<String>, examples(json!(["client_upload_id", "upload_preflight", "idempotency_keys"])))]
+    /// Features a client may rely on (`capability_list`).
+    #[schema(schema_with = capability_list)]
     capabilities: &'static [&'static str],
     #[schema(inline)]
     limits: Limits,
     #[schema(inline)]
     idempotency: KeyTiming,
+}
+
+/// Strings, the example (a whole list) on the array rather than on its items.
+fn capability_list() -> utoipa::openapi::Array {
+    let description = "Features a client may rely on. This server lists `client_upload_id` (deduplicated uploads, the `Idempotency-Key` header on uploads), `upload_preflight` (`GET …/uploads/by-client-id/{client_upload_id}`), `idempotency_keys` (`Idempotency-Key` on every other authenticated write: parameter `IdempotencyKey`) and, where its photo store keeps partial uploads (a local directory, S3), `resumable_uploads` (`createResumableUpload`). Ignore values you do not know.";
+    utoipa::openapi::ArrayBuilder::new()
+        .description(Some(description))
+        .items(utoipa::openapi::ObjectBuilder::new().schema_type(utoipa::openapi::Type::String))
+        .examples([serde_json::json!(WITH_RESUMABLE)])
+        .build()
 }
 
 /// `name` is always `confetti`.

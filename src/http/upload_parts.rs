@@ -168,22 +168,60 @@ impl From<IngestError> for ApiError {
             IngestError::EventStorageFull { cap_bytes, remaining_bytes } => {
                 ApiError::EventStorageFull { cap_bytes, remaining_bytes }
             }
-            IngestError::TooLarge { limit_bytes } => ApiError::FileTooLarge { limit_bytes },
+            IngestError::FileTooLarge { limit_bytes } => ApiError::FileTooLarge { limit_bytes },
             IngestError::UnsupportedMediaType(why) => ApiError::UnsupportedMediaType(why),
-            IngestError::TooManyPixels { pixels, limit } => ApiError::ImageTooLarge { pixels, limit },
+            IngestError::ImageTooLarge { pixels, limit } => ApiError::ImageTooLarge { pixels, limit },
             IngestError::VideoTooLong { duration_s, limit_s } => ApiError::VideoTooLong { duration_s, limit_s },
             IngestError::InsufficientStorage => ApiError::InsufficientStorage,
-            IngestError::KeyConflict => ApiError::ClientUploadIdConflict,
-            IngestError::KeyReused(why) => ApiError::ClientUploadIdReused(why),
+            IngestError::ClientUploadIdConflict => ApiError::ClientUploadIdConflict,
+            IngestError::ClientUploadIdReused(why) => ApiError::ClientUploadIdReused(why),
             IngestError::UploadDeleted => ApiError::UploadDeleted,
-            IngestError::KeyMismatch => ApiError::IdempotencyKeyMismatch,
-            IngestError::InvalidKey => ApiError::InvalidClientUploadId,
+            IngestError::IdempotencyKeyMismatch => ApiError::IdempotencyKeyMismatch,
+            IngestError::InvalidClientUploadId => ApiError::InvalidClientUploadId,
             IngestError::InvalidCaption(why) => ApiError::InvalidCaption(why),
             IngestError::MissingFile => ApiError::MissingFile,
             IngestError::InvalidMultipart(why) => ApiError::InvalidMultipart(why),
             IngestError::Internal(e) => ApiError::Internal(e),
             // Answered from what is stored by the resumable upload before it gets here.
             IngestError::Superseded => ApiError::Internal(anyhow::anyhow!("{e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table above keeps each refusal's code, the one its variant declares.
+    #[test]
+    fn every_ingest_refusal_keeps_its_code_on_the_wire() {
+        let now = chrono::Utc::now();
+        let refusals = [
+            IngestError::UploadsClosed,
+            IngestError::UploadsNotOpenYet(now),
+            IngestError::UploadsEnded(now),
+            IngestError::GuestBlocked,
+            IngestError::QuotaExceeded { quota_bytes: 10, remaining_bytes: 1 },
+            IngestError::EventStorageFull { cap_bytes: 10, remaining_bytes: 1 },
+            IngestError::FileTooLarge { limit_bytes: 10 },
+            IngestError::UnsupportedMediaType("text".into()),
+            IngestError::ImageTooLarge { pixels: 10, limit: 1 },
+            IngestError::VideoTooLong { duration_s: 10, limit_s: 1 },
+            IngestError::InsufficientStorage,
+            IngestError::ClientUploadIdConflict,
+            IngestError::ClientUploadIdReused("caption".into()),
+            IngestError::UploadDeleted,
+            IngestError::IdempotencyKeyMismatch,
+            IngestError::InvalidClientUploadId,
+            IngestError::InvalidCaption("long".into()),
+            IngestError::MissingFile,
+            IngestError::InvalidMultipart("parts".into()),
+            IngestError::Superseded,
+            IngestError::Internal(anyhow::anyhow!("disk")),
+        ];
+        for refusal in refusals {
+            let (code, said) = (refusal.code(), refusal.to_string());
+            assert_eq!(ApiError::from(refusal).code(), code, "{said}");
         }
     }
 }

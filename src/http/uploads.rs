@@ -224,6 +224,17 @@ struct ChangeUpload {
     approved: Option<bool>,
 }
 
+/// `ChangeUpload` as the document has it: `{}` is refused, so at least one member.
+struct ChangeUploadBody;
+
+impl utoipa::PartialSchema for ChangeUploadBody {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        schemas::at_least_one_member(<ChangeUpload as utoipa::PartialSchema>::schema())
+    }
+}
+
+impl ToSchema for ChangeUploadBody {}
+
 /// Hide, show or approve an upload (organiser)
 ///
 /// The event's organiser hides an upload from guests (its uploader still sees it, with status `hidden`) or shows it
@@ -241,7 +252,7 @@ struct ChangeUpload {
     tag = "uploads",
     security(("organiserBearer" = []), ("organiserCookie" = [])),
     params(UploadIdParam, IdempotencyKeyParam),
-    request_body = ChangeUpload,
+    request_body = inline(ChangeUploadBody),
     responses(
         (status = 200, description = "The upload as changed, as the organiser sees it (`liked_by_me` false). With `Idempotent-Replayed: true`: the recorded answer of an earlier request with the same `Idempotency-Key` — the upload as that request left it, not necessarily as it is now; nothing was changed this time.", body = UploadJson, headers(("Idempotent-Replayed" = inline(schemas::True), description = "`true`: this is the recorded answer to an earlier request with the same `Idempotency-Key` (parameter `IdempotencyKey`); the write was not run again. Absent when the write ran."))),
         ChangeUploadRefusals,

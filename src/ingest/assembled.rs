@@ -82,12 +82,12 @@ impl Ingest {
         let limits = self.limits;
         match container.is_video() {
             Some(true) if length > limits.max_video_bytes => {
-                Err(IngestError::TooLarge { limit_bytes: limits.max_video_bytes })
+                Err(IngestError::FileTooLarge { limit_bytes: limits.max_video_bytes })
             }
             Some(true) => Ok(()),
             Some(false) | None => {
                 if length > limits.max_upload_bytes {
-                    return Err(IngestError::TooLarge { limit_bytes: limits.max_upload_bytes });
+                    return Err(IngestError::FileTooLarge { limit_bytes: limits.max_upload_bytes });
                 }
                 let max_pixels = limits.max_image_pixels;
                 let probed =
@@ -96,7 +96,7 @@ impl Ingest {
                     Ok(_) | Err(ProbeError::NeedMore(_)) => Ok(()),
                     Err(ProbeError::Unsupported(why)) => Err(IngestError::UnsupportedMediaType(why)),
                     Err(ProbeError::TooManyPixels { pixels, limit }) => {
-                        Err(IngestError::TooManyPixels { pixels, limit })
+                        Err(IngestError::ImageTooLarge { pixels, limit })
                     }
                 }
             }
@@ -117,7 +117,7 @@ impl Ingest {
         }
         let max = self.limits.max_file_bytes();
         if length > max {
-            return Err(IngestError::TooLarge { limit_bytes: max });
+            return Err(IngestError::FileTooLarge { limit_bytes: max });
         }
         Ok(())
     }

@@ -1,75 +1,66 @@
-//! `IngestError`: every way the upload use case refuses or fails, as values. The HTTP layer
-//! maps each to the contract's problem in one place (`http::upload_parts`).
+//! `IngestError`: every way the upload use case refuses or fails, as values, each named as the
+//! contract names it and with its code beside it. The HTTP layer maps each to the contract's
+//! problem in one place (`http::upload_parts`).
 
 use crate::db::guests::UploadsShut;
+use crate::error::coded;
 
+coded! {
 /// Why an upload was not stored (and, for a key already used, why it is not a replay).
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     #[error("uploads are closed for this event")]
-    UploadsClosed,
+    UploadsClosed => UploadsClosed,
     /// The event's upload window begins at this moment.
     #[error("uploads for this event open at {0}")]
-    UploadsNotOpenYet(chrono::DateTime<chrono::Utc>),
+    UploadsNotOpenYet(chrono::DateTime<chrono::Utc>) => UploadsClosed,
     /// The event's upload window ended at this moment.
     #[error("uploads for this event closed at {0}")]
-    UploadsEnded(chrono::DateTime<chrono::Utc>),
+    UploadsEnded(chrono::DateTime<chrono::Utc>) => UploadsClosed,
     #[error("the hosts have stopped this guest's uploads")]
-    GuestBlocked,
+    GuestBlocked => GuestBlocked,
     #[error("the guest's quota is used up: {remaining_bytes} of {quota_bytes} bytes left")]
-    QuotaExceeded { quota_bytes: i64, remaining_bytes: i64 },
+    QuotaExceeded { quota_bytes: i64, remaining_bytes: i64 } => QuotaExceeded,
     #[error("the event's storage is full: {remaining_bytes} of {cap_bytes} bytes left")]
-    EventStorageFull { cap_bytes: i64, remaining_bytes: i64 },
+    EventStorageFull { cap_bytes: i64, remaining_bytes: i64 } => EventStorageFull,
     #[error("the file is larger than the limit of {limit_bytes} bytes")]
-    TooLarge { limit_bytes: u64 },
+    FileTooLarge { limit_bytes: u64 } => FileTooLarge,
     #[error("{0}")]
-    UnsupportedMediaType(String),
+    UnsupportedMediaType(String) => UnsupportedMediaType,
     #[error("the image declares {pixels} pixels; the limit is {limit}")]
-    TooManyPixels { pixels: u64, limit: u64 },
+    ImageTooLarge { pixels: u64, limit: u64 } => ImageTooLarge,
     #[error("the video lasts {duration_s} s; the limit is {limit_s} s")]
-    VideoTooLong { duration_s: u64, limit_s: u64 },
+    VideoTooLong { duration_s: u64, limit_s: u64 } => VideoTooLong,
     #[error("the photo store's disk is below its free-space floor")]
-    InsufficientStorage,
+    InsufficientStorage => InsufficientStorage,
     /// The key is another guest's.
     #[error("this upload id is already used by another upload")]
-    KeyConflict,
+    ClientUploadIdConflict => ClientUploadIdConflict,
     /// The key is this guest's, for another file or caption.
     #[error("this upload id was used for another file: {0}")]
-    KeyReused(String),
+    ClientUploadIdReused(String) => ClientUploadIdReused,
     /// The key names an upload that was deleted.
     #[error("this photo was deleted; it is not stored again")]
-    UploadDeleted,
+    UploadDeleted => UploadDeleted,
     /// Two different keys in one request.
     #[error("the request names two different upload ids")]
-    KeyMismatch,
+    IdempotencyKeyMismatch => IdempotencyKeyMismatch,
     #[error("`client_upload_id` must be a UUID")]
-    InvalidKey,
+    InvalidClientUploadId => InvalidClientUploadId,
     #[error("{0}")]
-    InvalidCaption(String),
+    InvalidCaption(String) => InvalidCaption,
     #[error("the upload has no file")]
-    MissingFile,
+    MissingFile => MissingFile,
     /// The parts cannot be read, or there are two files.
     #[error("the upload's parts cannot be read: {0}")]
-    InvalidMultipart(String),
+    InvalidMultipart(String) => InvalidMultipart,
     /// A resumable upload's lease is no longer the completing request's (taken over,
     /// cancelled, or completed by another request): nothing was committed, the holder decides.
     #[error("another request completes or cancels this upload now")]
-    Superseded,
+    Superseded => Internal,
     #[error("internal error")]
-    Internal(#[from] anyhow::Error),
+    Internal(#[from] anyhow::Error) => Internal,
 }
-
-/// The database and the blob store failing are internal errors.
-impl From<sqlx::Error> for IngestError {
-    fn from(e: sqlx::Error) -> Self {
-        IngestError::Internal(e.into())
-    }
-}
-
-impl From<object_store::Error> for IngestError {
-    fn from(e: object_store::Error) -> Self {
-        IngestError::Internal(e.into())
-    }
 }
 
 /// The event's switch or window, as a refusal.

@@ -74,7 +74,7 @@ impl Upload {
                 }
             }
             if bytes > max {
-                break Some(Stop::Refused(IngestError::TooLarge { limit_bytes: max }));
+                break Some(Stop::Refused(IngestError::FileTooLarge { limit_bytes: max }));
             }
             since_disk_check += chunk.len() as u64;
             if since_disk_check >= DISK_CHECK_EVERY {
@@ -114,10 +114,10 @@ impl Upload {
                 // Refused for its size or where it would be stored: the rest of the parts may
                 // still make this a replay.
                 Stop::Refused(
-                    refusal @ (IngestError::TooLarge { .. }
+                    refusal @ (IngestError::FileTooLarge { .. }
                     | IngestError::UnsupportedMediaType(_)
                     | IngestError::VideoTooLong { .. }
-                    | IngestError::TooManyPixels { .. }
+                    | IngestError::ImageTooLarge { .. }
                     | IngestError::QuotaExceeded { .. }
                     | IngestError::EventStorageFull { .. }
                     | IngestError::InsufficientStorage),

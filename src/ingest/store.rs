@@ -24,6 +24,7 @@ pub(super) const MAX_PROBE_BYTES: usize = 16 * 1024 * 1024;
 
 impl Upload {
     /// Probe, insert (or lose to another attempt), charge the quota, commit, finalize.
+    #[tracing::instrument(name = "upload.store", skip_all, fields(upload_id = %received.upload_id, bytes = received.bytes), err(level = "info"))]
     pub(super) async fn store(self, mut received: Received) -> Result<Ingested, IngestError> {
         let ingest = &self.ingest;
         let probe = match ingest.probe_media(&received).await {
@@ -141,7 +142,7 @@ impl Ingest {
                 }
                 Err(ProbeError::Unsupported(message)) => return Err(IngestError::UnsupportedMediaType(message)),
                 Err(ProbeError::TooManyPixels { pixels, limit }) => {
-                    return Err(IngestError::TooManyPixels { pixels, limit });
+                    return Err(IngestError::ImageTooLarge { pixels, limit });
                 }
             }
         }

@@ -59,7 +59,7 @@ impl Ingest {
         let pixels = probe.decoded_pixels();
         let max_pixels = self.limits.max_image_pixels;
         if pixels > max_pixels {
-            return Err(IngestError::TooManyPixels { pixels, limit: max_pixels });
+            return Err(IngestError::ImageTooLarge { pixels, limit: max_pixels });
         }
         if let (true, Some((w, h))) = (probe.understates_its_stream(), probe.coded) {
             return Err(IngestError::UnsupportedMediaType(format!(

@@ -34,6 +34,7 @@ use crate::db::uploads::UploadRow;
 use crate::domain::{MediaKind, UploadStatus};
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::jobs::poster::{Ffmpeg, Video};
+use crate::lease::Renewed;
 use crate::live::LiveHub;
 use crate::media;
 use crate::sandbox::limits::Limits;
@@ -143,7 +144,7 @@ impl DerivativeWorkers {
         }
     }
 
-    #[tracing::instrument(skip_all, fields(upload_id = %job.upload_id, attempt = job.attempts))]
+    #[tracing::instrument(name = "derivative.job", skip_all, fields(upload_id = %job.upload_id, attempt = job.attempts))]
     async fn run(&self, job: ClaimedJob) {
         if job.attempts > MAX_ATTEMPTS {
             let outcome = Outcome::Undecodable(format!("given up after {MAX_ATTEMPTS} attempts"));
@@ -191,21 +192,18 @@ impl DerivativeWorkers {
         }
     }
 
-    /// Renews the job's lease every third of it; returns once it is lost.
+    /// Renews the job's lease (`lease::keep`); returns once it is lost.
     async fn keep_lease(&self, job: &ClaimedJob) {
         let lease = self.queue.lease;
-        loop {
-            tokio::time::sleep(lease / 3).await;
-            match self.db.renew_derivative_job(job, Utc::now() + lease).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                // Passing: two more tries before the lease runs out.
-                Err(e) => tracing::warn!(error = %e, "could not renew a derivative job's lease"),
-            }
-        }
+        crate::lease::keep(lease, "a derivative job", || async move {
+            let held = self.db.renew_derivative_job(job, Utc::now() + lease).await?;
+            Ok::<_, sqlx::Error>(if held { Renewed::Held } else { Renewed::Lost })
+        })
+        .await;
     }
 
     /// Reads the original and has its derivatives made in a media worker; stores them.
+    #[tracing::instrument(name = "derivative.make", skip_all)]
     async fn make(&self, job: &ClaimedJob) -> Result<Outcome, Failure> {
         let Some(row) = self.db.upload_by_id(job.upload_id, None).await? else {
             return Ok(Outcome::Gone);
@@ -285,6 +283,7 @@ impl DerivativeWorkers {
         Ok(Outcome::Ready(Made { poster: true, ..made }))
     }
 
+    #[tracing::instrument(name = "derivative.finish", skip_all, err)]
     async fn finish(&self, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {
         let status = match outcome {
             Outcome::Ready(_) => UploadStatus::Ready,

@@ -8,6 +8,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use chrono::Utc;
 use futures_util::{Stream, StreamExt};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::{LEASE_POLL, Resumable, ResumableError, WAIT_FOR_LEASE, completes_at_length, held};
@@ -63,6 +64,7 @@ struct Lease {
 
 impl Resumable {
     /// Appends `body` at `offset`; `complete` when the client says it ends the file.
+    #[tracing::instrument(name = "resumable.append", skip_all, fields(resource_id = %id, guest_id = %guest.id, offset = piece.offset, complete = piece.complete))]
     pub async fn append<S, E>(
         self: &std::sync::Arc<Self>,
         guest: GuestRow,
@@ -86,7 +88,7 @@ impl Resumable {
         };
         // Its own task: a client that hangs up drops the request, not the record of its bytes.
         let this = std::sync::Arc::clone(self);
-        match tokio::spawn(async move { this.run(guest, row, token, piece, body).await }).await {
+        match tokio::spawn(async move { this.run(guest, row, token, piece, body).await }.in_current_span()).await {
             Ok(outcome) => outcome,
             Err(e) => AppendOutcome { result: Err(anyhow::anyhow!("an append panicked: {e}").into()), unread: None },
         }
@@ -105,7 +107,7 @@ impl Resumable {
                 "completed" => return Ok(Leased::Stored(self.stored(guest, &row).await?)),
                 // Another request is storing the photo: nothing to wait for in two seconds.
                 "open" if row.expires_at > now && row.assembled && held(&row) => {
-                    return Err(ResumableError::Busy { offset: u64::try_from(row.upload_offset).unwrap_or(0) });
+                    return Err(ResumableError::UploadBusy { offset: u64::try_from(row.upload_offset).unwrap_or(0) });
                 }
                 "open" if row.expires_at > now => {
                     if let Some(row) = self.db.lock_resumable(id, token, now, self.lease_end(now)).await? {
@@ -123,7 +125,7 @@ impl Resumable {
         let expected = u64::try_from(row.upload_offset).unwrap_or(0);
         if offset != expected {
             self.db.unlock_resumable(id, token).await?;
-            return Err(ResumableError::OffsetMismatch { expected, provided: offset });
+            return Err(ResumableError::UploadOffsetMismatch { expected, provided: offset });
         }
         Ok(Leased::Row(row, token))
     }
@@ -133,7 +135,7 @@ impl Resumable {
         let row = self.own(guest, id).await?;
         Ok(match row.state.as_str() {
             "open" if row.expires_at > Utc::now() => {
-                ResumableError::Busy { offset: u64::try_from(row.upload_offset).unwrap_or(0) }
+                ResumableError::UploadBusy { offset: u64::try_from(row.upload_offset).unwrap_or(0) }
             }
             _ => ResumableError::NotFound,
         })
@@ -184,7 +186,7 @@ impl Resumable {
             }
             Err(e) => {
                 if matches!(e, ResumableError::Refused(ref refusal) if !matches!(refusal, crate::ingest::IngestError::Internal(_)))
-                    || matches!(e, ResumableError::InconsistentLength(_))
+                    || matches!(e, ResumableError::InconsistentUploadLength(_))
                 {
                     self.cancel_now(&row, token).await;
                 } else if let Err(unlock) = self.db.unlock_resumable(row.id, token).await {
@@ -214,7 +216,7 @@ impl Resumable {
         // Not a byte while the disk is below its floor: the resource stays as it is.
         if let Some(refusal) = self.ingest.disk_room(0, true).await {
             tracing::debug!(id = %row.id, error = %refusal, "an append waits for room on the disk");
-            return Err(ResumableError::DiskFull { offset: state.offset });
+            return Err(ResumableError::InsufficientStorage { offset: state.offset });
         }
         let mut appender = match self.blobs.partial_appender(state.clone()).await {
             Ok(appender) => appender,
@@ -262,7 +264,7 @@ impl Resumable {
                 }
             }
             if appender.offset() + chunk.len() as u64 > length {
-                return Err(ResumableError::InconsistentLength(format!(
+                return Err(ResumableError::InconsistentUploadLength(format!(
                     "the upload was declared with {length} bytes; this request brings more"
                 )));
             }
@@ -300,14 +302,14 @@ impl Resumable {
         let Streamed { appender, cut, floor, pass } = streamed;
         if floor {
             let offset = self.keep(appender, &mut lease).await?;
-            return Err(ResumableError::DiskFull { offset });
+            return Err(ResumableError::InsufficientStorage { offset });
         }
         let length = u64::try_from(row.length).unwrap_or(0);
         let whole = appender.offset() == length;
         let completes = !cut && whole && (complete || completes_at_length(row.interop));
         if !cut && complete && !whole {
             self.cancel_now(&row, lease.token).await;
-            return Err(ResumableError::InconsistentLength(format!(
+            return Err(ResumableError::InconsistentUploadLength(format!(
                 "the upload was declared with {length} bytes; it ended after {}",
                 appender.offset()
             )));

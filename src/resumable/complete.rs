@@ -13,6 +13,7 @@ use crate::db::guests::GuestRow;
 use crate::db::resumable::{ResumableLease, ResumableRow};
 use crate::domain::{Caption, ClientUploadId, FileName};
 use crate::ingest::{Assembled, IngestError, Ingested, Pass};
+use crate::lease::Renewed;
 
 impl Resumable {
     /// A request on a resource whose bytes were all assembled by an earlier one that failed
@@ -27,7 +28,7 @@ impl Resumable {
         let length = u64::try_from(row.length).unwrap_or(0);
         if piece.content_length.is_some_and(|n| n > 0) {
             self.db.unlock_resumable(row.id, token).await?;
-            return Err(ResumableError::InconsistentLength(format!(
+            return Err(ResumableError::InconsistentUploadLength(format!(
                 "every one of the upload's {length} bytes has arrived; this request brings more"
             )));
         }
@@ -79,6 +80,7 @@ impl Resumable {
     /// renewing the lease meanwhile. Answers from what is stored when the lease was lost (the
     /// holder decided). A refusal of the file cancels the resource; a failure inside keeps its
     /// bytes and leaves it open for a retry.
+    #[tracing::instrument(name = "resumable.complete", skip_all, fields(resource_id = %row.id, length = row.length), err(level = "info"))]
     pub(super) async fn complete(
         &self,
         guest: GuestRow,
@@ -169,21 +171,16 @@ impl Resumable {
     /// (taken over after a stall, or the resource cancelled). A resource completed meanwhile is
     /// not a loss: the completion that did it, this one or another, ends by itself.
     async fn keep_lease(&self, lease: ResumableLease) {
-        loop {
-            tokio::time::sleep(self.renew_every()).await;
-            match self.db.renew_resumable(lease.id, lease.token, self.lease_end(Utc::now())).await {
-                Ok(true) => {}
-                Ok(false) => match self.db.resumable_by_id(lease.id).await {
-                    Ok(Some(row)) if row.state == "completed" => {}
-                    Ok(_) => return,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "could not read a resumable upload whose lease was not renewed")
-                    }
-                },
-                // Passing: two more tries before the lease runs out.
-                Err(e) => tracing::warn!(error = %e, "could not renew a resumable upload's lease"),
+        crate::lease::keep(self.lease, "a resumable upload", || async move {
+            if self.db.renew_resumable(lease.id, lease.token, self.lease_end(Utc::now())).await? {
+                return Ok::<_, sqlx::Error>(Renewed::Held);
             }
-        }
+            Ok(match self.db.resumable_by_id(lease.id).await? {
+                Some(row) if row.state == "completed" => Renewed::Held,
+                _ => Renewed::Lost,
+            })
+        })
+        .await;
     }
 
     /// After the lease was lost: the stored upload (a replay), the holder still at work
@@ -193,7 +190,7 @@ impl Resumable {
         match row.state.as_str() {
             "completed" => Ok(Appended::Stored(Box::new(Ingested::Replayed(self.stored(guest, &row).await?)))),
             "open" if row.expires_at > Utc::now() => {
-                Err(ResumableError::Busy { offset: u64::try_from(row.upload_offset).unwrap_or(0) })
+                Err(ResumableError::UploadBusy { offset: u64::try_from(row.upload_offset).unwrap_or(0) })
             }
             _ => Err(ResumableError::NotFound),
         }
