@@ -16,6 +16,7 @@ use tower_http::trace::TraceLayer;
 use crate::blobs::BlobStore;
 use crate::blocking::Blocking;
 use crate::db::Db;
+use crate::derivative_cache::DerivativeCache;
 use crate::error::ApiError;
 use crate::http::client_addr::TrustedProxies;
 use crate::ingest::{Ingest, IngestLimits};
@@ -81,6 +82,7 @@ impl AppState {
             std::time::Duration::from_secs(settings.resumable_expiry_s.max(1)),
             settings.resumable_lease.max(std::time::Duration::from_secs(1)),
         ));
+        let derivative_cache = Arc::new(DerivativeCache::new(settings.derivative_cache_bytes));
         Ok(Self {
             blob_jobs,
             derivatives,
@@ -98,6 +100,7 @@ impl AppState {
             instance,
             ffmpeg,
             media,
+            derivative_cache,
         })
     }
 }

@@ -152,6 +152,11 @@ pub struct ServeArgs {
     /// in bytes (local storage only).
     #[arg(long, env = "CONFETTI_MIN_FREE_BYTES", default_value_t = defaults::MIN_FREE_BYTES)]
     pub min_free_bytes: u64,
+
+    /// Bytes of small derivatives (thumbs, video posters; each at most 64 KiB) this instance
+    /// keeps in memory, so the photo store is not asked for them again (0: none).
+    #[arg(long, env = "CONFETTI_DERIVATIVE_CACHE_BYTES", default_value_t = defaults::DERIVATIVE_CACHE_BYTES)]
+    pub derivative_cache_bytes: u64,
 }
 
 impl ServeArgs {
@@ -184,6 +189,7 @@ impl ServeArgs {
             metrics_token: metrics_token_from_env(),
             event_storage_cap_bytes: self.event_storage_cap_bytes,
             min_free_bytes: self.min_free_bytes,
+            derivative_cache_bytes: self.derivative_cache_bytes,
             ..Settings::new(&self.site.data_dir, &public_url)
         }
     }

@@ -23,6 +23,8 @@ pub mod bootstrap;
 pub mod config;
 /// The database over SQLite or PostgreSQL: one query, both backends.
 pub mod db;
+/// Small derivatives kept in memory, bounded in bytes.
+pub mod derivative_cache;
 /// Input values that parse (names, captions, keys, slugs, passwords).
 pub mod domain;
 /// `ApiError` and its problem+json rendering.

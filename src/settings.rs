@@ -27,6 +27,7 @@ pub mod defaults {
     pub const EVENT_STORAGE_CAP_BYTES: i64 = 100 * 1024 * 1024 * 1024;
     pub const MIN_FREE_BYTES: u64 = 1024 * 1024 * 1024;
     pub const UNDO_GRACE_S: u64 = 60;
+    pub const DERIVATIVE_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 }
 
 #[derive(Clone, Debug)]
@@ -78,6 +79,8 @@ pub struct Settings {
     /// How long after an organiser deleted a photo they may restore it; its bytes are removed
     /// once it has passed (0: at once, as a guest's own delete).
     pub undo_grace: Duration,
+    /// Bytes of small derivatives (thumbs, posters) this instance keeps in memory (0: none).
+    pub derivative_cache_bytes: u64,
 }
 
 impl Settings {
@@ -113,6 +116,7 @@ impl Settings {
             event_storage_cap_bytes: EVENT_STORAGE_CAP_BYTES,
             min_free_bytes: MIN_FREE_BYTES,
             undo_grace: Duration::from_secs(UNDO_GRACE_S),
+            derivative_cache_bytes: DERIVATIVE_CACHE_BYTES,
         }
     }
 

@@ -12,18 +12,22 @@ mod partial;
 mod s3_writer;
 mod tls;
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::prefix::PrefixStore;
-use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, WriteMultipart};
+use object_store::{
+    ClientConfigKey, GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt, WriteMultipart,
+};
+use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use local_writer::LocalWriter;
@@ -31,6 +35,12 @@ use object_store::multipart::MultipartStore;
 pub use partial::{Kept, PartialAppender, PartialState};
 pub use s3_writer::RecordMultipart;
 use s3_writer::S3Writer;
+
+/// A blob as `BlobStore::get_whole_if` read it.
+pub enum Read {
+    Whole(Bytes),
+    Streamed(GetResult),
+}
 
 /// Where a blob lives. Paths are built only here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -151,6 +161,8 @@ pub struct BlobStore {
     /// An S3 bucket's multipart API and the key prefix: uploads are written straight to
     /// their final key as multipart uploads whose id is known.
     multipart: Option<Multipart>,
+    /// Requests to an S3 bucket in flight at once (`S3_MAX_REQUESTS`); none for other stores.
+    requests: Option<Arc<Semaphore>>,
 }
 
 #[derive(Clone)]
@@ -202,6 +214,7 @@ impl BlobStore {
                 free_space: Arc::default(),
                 health: Arc::default(),
                 multipart: None,
+                requests: None,
             }),
             Some(url) if url.starts_with("s3://") => Self::s3(url, s3_settings_from_env()),
             Some(dir) => Self::local(dir.strip_prefix("file://").unwrap_or(dir).into()),
@@ -215,7 +228,7 @@ impl BlobStore {
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         anyhow::ensure!(!bucket.is_empty(), "the storage URL {url:?} names no bucket");
         tls::install_provider();
-        let s3 = Arc::new(settings.with_bucket_name(bucket).build()?);
+        let s3 = Arc::new(bounded_connections(settings).with_bucket_name(bucket).build()?);
         let prefix = prefix.trim_matches('/').to_owned();
         let store: Arc<dyn ObjectStore> = if prefix.is_empty() {
             Arc::clone(&s3) as Arc<dyn ObjectStore>
@@ -229,6 +242,7 @@ impl BlobStore {
             free_space: Arc::default(),
             health: Arc::default(),
             multipart: Some(Multipart { store: s3, prefix }),
+            requests: Some(Arc::new(Semaphore::new(S3_MAX_REQUESTS))),
         })
     }
 
@@ -242,6 +256,7 @@ impl BlobStore {
             free_space: Arc::default(),
             health: Arc::default(),
             multipart: None,
+            requests: None,
         }
     }
 
@@ -256,6 +271,7 @@ impl BlobStore {
             free_space: Arc::default(),
             health: Arc::default(),
             multipart: None,
+            requests: None,
         })
     }
 
@@ -399,12 +415,12 @@ impl BlobStore {
 
     /// Writes a small blob in one piece (derivatives), replacing what was there.
     pub async fn put(&self, key: BlobKey, bytes: Bytes) -> object_store::Result<()> {
-        self.store.put(&key.path(), bytes.into()).await.map(|_| ())
+        self.bounded(self.store.put(&key.path(), bytes.into())).await.map(|_| ())
     }
 
     /// Reads a whole blob (derivative work reads the original it decodes).
     pub async fn get_all(&self, key: BlobKey) -> object_store::Result<Bytes> {
-        self.store.get(&key.path()).await?.bytes().await
+        self.bounded(async { self.store.get(&key.path()).await?.bytes().await }).await
     }
 
     /// A committed upload's original: under its final key or, between the commit and the move
@@ -423,27 +439,55 @@ impl BlobStore {
 
     /// Moves a blob to its final key (a rename on disk, copy + delete on S3).
     pub async fn rename(&self, from: BlobKey, to: BlobKey) -> object_store::Result<()> {
-        self.store.rename(&from.path(), &to.path()).await
+        self.bounded(self.store.rename(&from.path(), &to.path())).await
     }
 
     /// Deletes a blob; one that is already gone is fine.
     pub async fn delete(&self, key: BlobKey) -> object_store::Result<()> {
-        match self.store.delete(&key.path()).await {
+        match self.bounded(self.store.delete(&key.path())).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
     pub async fn head(&self, key: BlobKey) -> object_store::Result<ObjectMeta> {
-        self.store.head(&key.path()).await
+        self.bounded(self.store.head(&key.path())).await
     }
 
     pub async fn get(&self, key: BlobKey, range: Option<GetRange>) -> object_store::Result<GetResult> {
-        self.store.get_opts(&key.path(), GetOptions { range, ..Default::default() }).await
+        self.bounded(self.store.get_opts(&key.path(), GetOptions { range, ..Default::default() })).await
+    }
+
+    /// A blob read whole when `whole` says so of its length (within its place among the
+    /// requests in flight), else as a stream.
+    pub async fn get_whole_if(&self, key: BlobKey, whole: impl FnOnce(u64) -> bool) -> object_store::Result<Read> {
+        self.bounded(async {
+            let blob = self.store.get(&key.path()).await?;
+            match whole(blob.meta.size) {
+                true => blob.bytes().await.map(Read::Whole),
+                false => Ok(Read::Streamed(blob)),
+            }
+        })
+        .await
+    }
+
+    /// `request`, once one of the store's places for requests in flight is free.
+    async fn bounded<T>(&self, request: impl Future<Output = object_store::Result<T>>) -> object_store::Result<T> {
+        let Some(requests) = &self.requests else {
+            return request.await;
+        };
+        let _place = match tokio::time::timeout(S3_REQUEST_WAIT, requests.acquire()).await {
+            Ok(Ok(place)) => place,
+            _ => {
+                let why = format!("no place among the requests in flight within {} s", S3_REQUEST_WAIT.as_secs());
+                return Err(object_store::Error::Generic { store: "S3", source: why.into() });
+            }
+        };
+        request.await
     }
 
     pub async fn get_range(&self, key: BlobKey, range: std::ops::Range<u64>) -> object_store::Result<Bytes> {
-        self.store.get_range(&key.path(), range).await
+        self.bounded(self.store.get_range(&key.path(), range)).await
     }
 
     /// Every temporary blob, with its age, for the start-up sweep.
@@ -554,6 +598,36 @@ impl BlobWriter {
 /// (`UNSIGNED-PAYLOAD`) unless `AWS_UNSIGNED_PAYLOAD` says otherwise: TLS to the store already
 /// protects them, and hashing every body for the signature cost a fifth of the S3 throughput
 /// (`docs/benchmarks.md`, "Scale-out"). The request itself stays signed.
+/// Requests one instance has in flight to an S3 bucket at once through `BlobStore`'s reads,
+/// writes and deletes; more wait for one of them to end. A streamed body (an original sent to
+/// a phone) holds its connection but not a place here, so slow downloads cannot starve the
+/// thumbs; uploads' multipart writers go beside this bound (one part per request at a time).
+const S3_MAX_REQUESTS: usize = 32;
+/// How long a request waits for a place before it fails as the store's error.
+const S3_REQUEST_WAIT: Duration = Duration::from_secs(30);
+/// Idle connections to the bucket kept for reuse; more are closed once their request ends.
+const S3_POOL_MAX_IDLE: usize = 16;
+/// An idle connection is closed after this.
+const S3_POOL_IDLE_TIMEOUT: &str = "30 seconds";
+
+/// `settings` with the connection pool bounded, unless the operator set its bounds
+/// (`AWS_POOL_MAX_IDLE_PER_HOST`, `AWS_POOL_IDLE_TIMEOUT`): without a bound, a burst of
+/// thumb fetches leaves one idle connection per request it ran at once, hundreds per
+/// instance.
+fn bounded_connections(mut settings: AmazonS3Builder) -> AmazonS3Builder {
+    let bounds = [
+        (ClientConfigKey::PoolMaxIdlePerHost, S3_POOL_MAX_IDLE.to_string()),
+        (ClientConfigKey::PoolIdleTimeout, S3_POOL_IDLE_TIMEOUT.to_owned()),
+    ];
+    for (key, value) in bounds {
+        let key = AmazonS3ConfigKey::Client(key);
+        if settings.get_config_value(&key).is_none() {
+            settings = settings.with_config(key, value);
+        }
+    }
+    settings
+}
+
 fn s3_settings_from_env() -> AmazonS3Builder {
     let settings = AmazonS3Builder::from_env();
     match std::env::var_os("AWS_UNSIGNED_PAYLOAD") {
@@ -578,4 +652,33 @@ fn available_bytes(dir: &std::path::Path) -> std::io::Result<u64> {
 
 fn local_error(e: std::io::Error) -> object_store::Error {
     object_store::Error::Generic { store: "local", source: Box::new(e) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_pool_to_a_bucket_is_bounded_unless_the_operator_bounded_it() {
+        let (idle, timeout) = (ClientConfigKey::PoolMaxIdlePerHost, ClientConfigKey::PoolIdleTimeout);
+        let ours = bounded_connections(AmazonS3Builder::new());
+        assert_eq!(ours.get_config_value(&AmazonS3ConfigKey::Client(idle)), Some(S3_POOL_MAX_IDLE.to_string()));
+        assert!(ours.get_config_value(&AmazonS3ConfigKey::Client(timeout)).is_some());
+        let theirs = AmazonS3Builder::new().with_config(AmazonS3ConfigKey::Client(idle), "4");
+        let kept = bounded_connections(theirs);
+        assert_eq!(kept.get_config_value(&AmazonS3ConfigKey::Client(idle)).as_deref(), Some("4"));
+    }
+
+    #[tokio::test]
+    async fn requests_beyond_the_bound_wait_for_a_place() {
+        let mut store = BlobStore::open(Some("memory:"), std::path::Path::new("/nonexistent")).expect("store");
+        store.requests = Some(Arc::new(Semaphore::new(1)));
+        let held = store.requests.as_ref().expect("bound").clone().acquire_owned().await.expect("place");
+        let key = BlobKey::Temp(Uuid::nil());
+        let waiting = tokio::time::timeout(Duration::from_millis(100), store.put(key, Bytes::from_static(b"x")));
+        assert!(waiting.await.is_err(), "the second request waits while the only place is taken");
+        drop(held);
+        store.put(key, Bytes::from_static(b"x")).await.expect("then it goes");
+        assert_eq!(store.get_all(key).await.expect("read"), Bytes::from_static(b"x"));
+    }
 }

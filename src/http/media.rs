@@ -22,7 +22,7 @@ use super::extract::Viewer;
 use super::negotiate::{ImageForm, preferred_form};
 use super::openapi::{UploadIdParam, refusals, schemas};
 use super::uploads::visible_upload;
-use crate::blobs::BlobKey;
+use crate::blobs::{BlobKey, Read};
 use crate::domain::UploadStatus;
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
@@ -189,7 +189,9 @@ pub(super) enum Vary {
 }
 
 /// A derivative's bytes under its `ETag` (304 when `If-None-Match` matches it), cached as
-/// `cache_control` says; 404 when the store does not hold it.
+/// `cache_control` says; 404 when the store does not hold it. The caller has checked that the
+/// viewer may see the upload; a small derivative is then answered from this instance's memory
+/// (`DerivativeCache`) when it holds it, and kept there when read from the store.
 pub(super) async fn send_derivative(
     state: &AppState,
     representation: &Representation,
@@ -200,13 +202,24 @@ pub(super) async fn send_derivative(
     let etag = representation.etag.as_str();
     let mut response = match not_modified(headers, etag, cache_control) {
         Some(response) => response,
-        None => {
-            let blob = match state.blobs.get(representation.key, None).await {
-                Err(object_store::Error::NotFound { .. }) => return Err(ApiError::NotFound),
-                other => other?,
-            };
-            representation_response(blob, representation, cache_control)?
-        }
+        None => match state.derivative_cache.get(representation.key) {
+            Some(bytes) => {
+                representation_response(bytes.len() as u64, Body::from(bytes), representation, cache_control)?
+            }
+            None => {
+                let cache = &state.derivative_cache;
+                let (len, body) = match state.blobs.get_whole_if(representation.key, |len| cache.keeps(len)).await {
+                    Err(object_store::Error::NotFound { .. }) => return Err(ApiError::NotFound),
+                    Ok(Read::Whole(bytes)) => {
+                        cache.insert(representation.key, bytes.clone());
+                        (bytes.len() as u64, Body::from(bytes))
+                    }
+                    Ok(Read::Streamed(blob)) => (blob.meta.size, Body::from_stream(blob.into_stream())),
+                    Err(e) => return Err(e.into()),
+                };
+                representation_response(len, body, representation, cache_control)?
+            }
+        },
     };
     if vary == Vary::Accept {
         response.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
@@ -215,12 +228,13 @@ pub(super) async fn send_derivative(
 }
 
 fn representation_response(
-    blob: object_store::GetResult,
+    len: u64,
+    body: Body,
     representation: &Representation,
     cache_control: &'static str,
 ) -> ApiResult<Response> {
-    let (etag, len) = (representation.etag.as_str(), blob.meta.size);
-    let mut response = Response::new(Body::from_stream(blob.into_stream()));
+    let etag = representation.etag.as_str();
+    let mut response = Response::new(body);
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(representation.content_type));
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));

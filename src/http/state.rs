@@ -40,4 +40,6 @@ pub struct AppState {
     pub ffmpeg: Arc<crate::jobs::poster::Ffmpeg>,
     /// The confined processes that decode guests' photos and run `ffmpeg`.
     pub media: Arc<crate::sandbox::MediaWorkers>,
+    /// Small derivatives kept in memory, read after the viewer's visibility check.
+    pub derivative_cache: Arc<crate::derivative_cache::DerivativeCache>,
 }

@@ -121,6 +121,8 @@ pub struct Options {
     /// The program that makes video posters.
     pub ffmpeg: PathBuf,
     pub resumable_lease_s: u64,
+    /// Bytes of small derivatives the instance keeps in memory.
+    pub derivative_cache_bytes: u64,
 }
 
 /// The server's own defaults (`confetti::settings::defaults`), except where a test machine
@@ -150,6 +152,7 @@ impl Default for Options {
             resumable_expiry_s: RESUMABLE_EXPIRY_S,
             ffmpeg: PathBuf::from(FFMPEG),
             resumable_lease_s: RESUMABLE_LEASE_S,
+            derivative_cache_bytes: DERIVATIVE_CACHE_BYTES,
         }
     }
 }
@@ -321,6 +324,7 @@ impl TestApp {
             organiser_session: Duration::from_secs(options.organiser_session_s),
             event_storage_cap_bytes: options.event_storage_cap_bytes,
             min_free_bytes: options.min_free_bytes,
+            derivative_cache_bytes: options.derivative_cache_bytes,
             undo_grace: Duration::from_secs(options.undo_grace_s),
             max_video_bytes: options.max_video_bytes,
             max_video_seconds: options.max_video_seconds,
