@@ -82,6 +82,7 @@ impl AppState {
             std::time::Duration::from_secs(settings.resumable_expiry_s.max(1)),
             settings.resumable_lease.max(std::time::Duration::from_secs(1)),
         ));
+        let throttle = Arc::new(Throttle::new(db.clone()));
         let derivative_cache = Arc::new(DerivativeCache::new(settings.derivative_cache_bytes));
         Ok(Self {
             blob_jobs,
@@ -95,7 +96,7 @@ impl AppState {
             blobs,
             blocking,
             admin_token: admin_token.into(),
-            throttle: Arc::new(Throttle::default()),
+            throttle,
             idempotency_metrics: Arc::default(),
             instance,
             ffmpeg,

@@ -20,6 +20,7 @@ both_backends!(
     wrong_join_tokens_are_throttled_while_a_guest_elsewhere_still_joins,
     an_organiser_session_ends_after_its_lifetime,
     logging_out_ends_the_session_on_the_server,
+    two_instances_give_a_guesser_no_more_attempts_than_one,
 );
 
 /// Sends `guesses` wrong passwords at once; returns how many were checked (401) and refused (429).
@@ -167,6 +168,47 @@ async fn wrong_join_tokens_are_throttled_while_a_guest_elsewhere_still_joins(bac
     let guest = join_from(&app, &event, "198.51.100.7", &event.join_token).await;
     assert_eq!(guest.status(), StatusCode::CREATED, "a guest elsewhere still joins");
     assert_eq!(count(&app.db, "SELECT COUNT(*) FROM guests").await, 1);
+}
+
+async fn two_instances_give_a_guesser_no_more_attempts_than_one(backend: Backend) {
+    let a = TestApp::spawn_with(backend, behind_proxy()).await;
+    let b = TestApp::spawn_sharing(&a).await;
+    let event = a.create_event().await;
+    let guesser = "203.0.113.66";
+    let mut checked = 0;
+    for i in 0..12 {
+        let app = [&a, &b][i % 2];
+        let response = login_from(app, &event, guesser, &format!("guess {i}")).await;
+        match response.status() {
+            StatusCode::UNAUTHORIZED => checked += 1,
+            StatusCode::TOO_MANY_REQUESTS => {}
+            other => panic!("a wrong password got {other}"),
+        }
+    }
+    assert_eq!(checked, 5, "five free guesses in all, whichever instance takes them");
+    for app in [&a, &b] {
+        let locked = login_from(app, &event, guesser, &event.password).await;
+        assert_problem(locked, StatusCode::TOO_MANY_REQUESTS, "too_many_attempts").await;
+    }
+
+    // Wrong join tokens sent at once to both: counted before they are compared, on both.
+    let second = "203.0.113.67";
+    let responses = join_all((0..20).map(|i| join_from([&a, &b][i % 2], &event, second, "wrong"))).await;
+    let compared = responses.iter().filter(|r| r.status() == StatusCode::FORBIDDEN).count();
+    let refused = responses.iter().filter(|r| r.status() == StatusCode::TOO_MANY_REQUESTS).count();
+    assert!(compared <= 5 && compared + refused == 20, "{compared} compared, {refused} refused");
+
+    // One join budget for both: 130 joins at once, half here, half there, get the burst of 100
+    // and what refilled meanwhile (one every 2 s); two budgets would have let all 130 in.
+    let venue = "198.51.100.7";
+    let started = std::time::Instant::now();
+    let joins = join_all((0..130).map(|i| join_from([&a, &b][i % 2], &event, venue, &event.join_token))).await;
+    let refilled = started.elapsed().as_secs() / 2 + 1;
+    let created = joins.iter().filter(|r| r.status() == StatusCode::CREATED).count() as u64;
+    let refused = joins.iter().filter(|r| r.status() == StatusCode::TOO_MANY_REQUESTS).count() as u64;
+    assert_eq!(created + refused, 130);
+    assert!((100..=100 + refilled).contains(&created), "{created} joined, {refilled} refilled at most");
+    b.stop().await;
 }
 
 async fn an_organiser_session_ends_after_its_lifetime(backend: Backend) {

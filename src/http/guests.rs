@@ -99,19 +99,24 @@ async fn join(
 ) -> ApiResult<Response> {
     let slug = EventSlug::parse(&slug)?;
     let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
-    // Counted before the comparison, like an organiser's password: a wrong token costs an
-    // attempt, the right one starts the count again.
-    let attempt = state
+    // Compared, then counted and judged before the answer: a wrong token costs an attempt,
+    // the right one starts the count again, and a locked-out client is refused either way.
+    let right = auth::constant_time_eq(body.join_token.as_bytes(), event.join_token.as_bytes());
+    state
         .throttle
-        .begin(Purpose::Join, client, event.id)
+        .judge(Purpose::Join, client, event.id, right)
+        .await?
         .map_err(|retry_after_s| ApiError::TooManyAttempts { retry_after_s })?;
-    if !auth::constant_time_eq(body.join_token.as_bytes(), event.join_token.as_bytes()) {
+    if !right {
         return Err(ApiError::InvalidJoinToken);
     }
-    attempt.succeeded();
     let name = DisplayName::parse(&body.display_name)?;
     // Last before the guest is made: a join refused for any other reason costs nothing.
-    state.throttle.take_join(client, event.id).map_err(|retry_after_s| ApiError::TooManyAttempts { retry_after_s })?;
+    state
+        .throttle
+        .take_join(client, event.id)
+        .await?
+        .map_err(|retry_after_s| ApiError::TooManyAttempts { retry_after_s })?;
     let (token, digest) = auth::new_token(GUEST_PREFIX)?;
     let id = Uuid::now_v7();
     state.db.insert_guest(id, event.id, name.as_str(), &digest).await?;

@@ -75,12 +75,13 @@ async fn login(
     let attempt = state
         .throttle
         .begin(Purpose::OrganiserLogin, client, event.id)
+        .await?
         .map_err(|retry_after_s| ApiError::TooManyAttempts { retry_after_s })?;
     // The event's own password, then each co-organiser's (`login_id`: whose it was).
     let Some(login_id) = super::co_organisers::password_login(&state, &event, body.password).await? else {
         return Err(ApiError::InvalidCredentials);
     };
-    attempt.succeeded();
+    attempt.succeeded().await;
     let lifetime = state.settings.organiser_session;
     let expires_at = chrono::TimeDelta::from_std(lifetime)
         .ok()
