@@ -10,9 +10,10 @@
 //! * One `confetti serve` child process per set-up, on SQLite: its photos in the data directory,
 //!   then in a fresh `s3s-fs` bucket (`S3S_FS`, or on the `PATH`).
 //! * `--photos` generated photos (1600×1200) uploaded by one guest and waited for until `ready`.
-//! * `--clients` other guests, each its own HTTP client (its own keep-alive connection), fetch
-//!   `--fetches` thumbs in all, as a browser's `<img>` asks (`Accept` listing AVIF and WebP, no
-//!   `If-None-Match`: a first visit), each client walking the gallery from its own offset.
+//! * `--clients` other guests (at most 90; more clients share them), each client its own HTTP
+//!   client (its own keep-alive connection), fetch `--fetches` thumbs in all, as a browser's
+//!   `<img>` asks (`Accept` listing AVIF and WebP, no `If-None-Match`: a first visit), each
+//!   client walking the gallery from its own offset.
 //! * Latency is from the request sent to the last body byte read. Connections to the bucket are
 //!   the instance's established TCP connections to the `s3s-fs` port (`/proc/net/tcp`), sampled
 //!   every 20 ms during the fetches (peak) and read again 1 s after them (held).
@@ -123,10 +124,16 @@ async fn run(name: &str, args: &Args, server: &ChildServer, bucket_port: Option<
             }
         }
     }
+    // One address joins at most 100 guests at once (the join budget): past 90 clients, guests
+    // are shared by several clients, each with its own connection.
+    let mut tokens = Vec::new();
+    for i in 0..args.clients.min(90) {
+        tokens.push(api::join(&client, base, &event.slug, &event.join_token, &format!("Guest {i}")).await?.token);
+    }
     let mut viewers = Vec::new();
     for i in 0..args.clients {
-        let guest = api::join(&client, base, &event.slug, &event.join_token, &format!("Guest {i}")).await?;
-        viewers.push((reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(120)).build()?, guest.token));
+        let viewer = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(120)).build()?;
+        viewers.push((viewer, tokens[i % tokens.len()].clone()));
     }
 
     let pid = server.pid();
