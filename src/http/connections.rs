@@ -180,6 +180,11 @@ async fn serve_connection(
     mut stopping: watch::Receiver<bool>,
     _permit: OwnedSemaphorePermit,
 ) {
+    // An answer's head and a streamed body go out in separate writes: with Nagle's algorithm
+    // the body's first bytes wait for the client's delayed ACK of the head, 40 ms for every
+    // streamed answer (docs/benchmarks.md, thumb fetches). A socket that refuses is served as
+    // it is.
+    let _ = stream.set_nodelay(true);
     let activity = Activity::new(timeouts);
     let io = TokioIo::new(TrackedStream::new(stream, Arc::clone(&activity)));
     let requests = Arc::clone(&activity);
