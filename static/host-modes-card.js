@@ -5,7 +5,7 @@
 
 import { h, api, ApiError, thumbUrl, withPlaceholder, REVIEW, STATUS } from './util.js';
 import { t, onLangChange, formatWhen } from './i18n.js';
-import { errorText } from './messages.js';
+import { showError } from './messages.js';
 
 /** `YYYY-MM-DDTHH:MM` in this device's time zone: what a `datetime-local` input holds. */
 function localInput(iso) {
@@ -68,7 +68,7 @@ export class HostModesCard {
       this.note.textContent = t('saved');
       this.onChanged(event);
     } catch (err) {
-      this.note.textContent = errorText(err);
+      showError(this.note, err);
       this.render(this.event);
     }
   }
@@ -175,7 +175,7 @@ export class PendingList {
         this.gone(id);
         return true;
       }
-      this.messages.error(() => errorText(err));
+      this.messages.refusal(err);
       if (button) button.disabled = false;
       return false;
     }

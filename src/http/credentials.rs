@@ -133,6 +133,7 @@ mod tests {
             password: OrganiserPassword::parse("correct horse")?,
             guest_quota_bytes: 1 << 20,
             storage_cap_bytes: 1 << 30,
+            name_chosen: true,
         };
         let prepared = crate::events::prepare(&state.blocking, new).await?;
         let mut tx = state.db.begin().await?;

@@ -48,6 +48,7 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("host-modes-view.js", JS, include_str!("../../static/host-modes-view.js")),
     ("host-modes-card.js", JS, include_str!("../../static/host-modes-card.js")),
     ("fold.js", JS, include_str!("../../static/fold.js")),
+    ("event-name-view.js", JS, include_str!("../../static/event-name-view.js")),
     ("thumbhash.js", JS, include_str!("../../static/thumbhash.js")),
 ];
 

@@ -60,6 +60,10 @@ pub struct EventJson {
     pub uploads_open_until: Option<String>,
     #[serde(flatten)]
     pub modes: HostModesJson,
+    /// false while the event carries the name the server gave it (the demo event a fresh server makes): the
+    /// organiser's page asks for a name. true for an event created with a name, and from the first `name` set by
+    /// `PATCH /api/v1/events/{slug}` on.
+    pub name_chosen: bool,
 }
 
 /// Whose photos an event's guests see: `everyone` (every approved, shown photo) or `own_uploads` (a "drop box":
@@ -119,6 +123,7 @@ impl EventJson {
             uploads_open_from: event.page.uploads_open_from.map(rfc3339),
             uploads_open_until: event.page.uploads_open_until.map(rfc3339),
             modes: HostModesJson::new(event),
+            name_chosen: event.name_chosen,
         }
     }
 }
