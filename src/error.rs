@@ -56,6 +56,8 @@ error_codes! {
         "A cookie-authenticated state-changing request (POST, PUT, PATCH, DELETE) whose `Origin` header is present and is not this server's own origin.";
     InvalidJoinToken = "invalid_join_token", FORBIDDEN,
         "Joining: the join token is not this event's.";
+    InvalidScreenToken = "invalid_screen_token", FORBIDDEN,
+        "Opening a screen: the token is not this event's current screen link (never was, or was replaced or revoked).";
     TooManyAttempts = "too_many_attempts", TOO_MANY_REQUESTS,
         "Organiser login or joining: too many wrong passwords or join tokens from this client for this event (an attempt counts before the secret is checked, so simultaneous guesses do not slip through), or too many joins from this client for this event (100 at once, then one every 2 s); `Retry-After` and `retry_after_s` say when to try again.";
     EventNotFound = "event_not_found", NOT_FOUND,
@@ -190,6 +192,8 @@ pub enum ApiError {
     CrossOrigin,
     #[error("the join token is not this event's")]
     InvalidJoinToken,
+    #[error("this is not the event's current screen link")]
+    InvalidScreenToken,
     #[error("wrong password")]
     InvalidCredentials,
     #[error("too many attempts from this address; try again in {retry_after_s} s")]
@@ -301,6 +305,7 @@ impl ApiError {
             UploadsClosed => ErrorCode::UploadsClosed,
             CrossOrigin => ErrorCode::CrossOrigin,
             InvalidJoinToken => ErrorCode::InvalidJoinToken,
+            InvalidScreenToken => ErrorCode::InvalidScreenToken,
             InvalidCredentials => ErrorCode::InvalidCredentials,
             TooManyAttempts { .. } => ErrorCode::TooManyAttempts,
             EventNotFound => ErrorCode::EventNotFound,

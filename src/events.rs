@@ -78,6 +78,7 @@ pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> Result<EventRow, E
             gallery: Gallery::Everyone,
             gallery_opens_at: None,
             name_chosen: new.name_chosen,
+            screen_link_at: None,
         };
         if tx.insert_event(&event).await? {
             return Ok(event);

@@ -1,11 +1,12 @@
-// Entry point: finds out which page this is (home, a guest's event page, an organiser's, the
-// admin's), loads the event and hands over to that page, with the page's message area.
+// Entry point: finds out which page this is (home, a guest's event page, an organiser's, a
+// venue screen's, the admin's), loads the event and hands over to that page, with the page's message area.
 
 import { h, api, ApiError, routeOf } from './util.js';
 import { t, applyStatic, toggleLang, onLangChange } from './i18n.js';
 import { guestPage } from './guest.js';
 import { organiserPage } from './organiser.js';
 import { adminPage } from './admin.js';
+import { screenPage } from './screen.js';
 import { MessageArea } from './messages.js';
 
 const main = document.getElementById('main');
@@ -50,6 +51,8 @@ async function start() {
   if (route.page === 'organiser') {
     document.body.classList.add('organiser');
     await organiserPage({ slug: route.slug, event, main, messages });
+  } else if (route.page === 'screen') {
+    await screenPage({ slug: route.slug, event, main, messages });
   } else {
     await guestPage({ slug: route.slug, event, main, messages });
   }

@@ -727,3 +727,41 @@ Object.assign(STRINGS.en, {
   err_method_not_allowed: 'The server cannot do that here.',
   err_not_ready: 'The server is starting or not ready. Please try again in a moment.',
 });
+
+// The venue's screen: the organiser's card (screen-link-card.js) and the screen's page (screen.js).
+Object.assign(STRINGS.de, {
+  screen_title: 'Bildschirm vor Ort',
+  screen_hint: 'Ein Link für den Beamer oder Fernseher: Er zeigt nur die Live-Diashow – das, was die Gäste sehen – und gibt keine Veranstalter-Rechte. Der Bildschirm bleibt wach; ein Tipp schaltet auf Vollbild.',
+  screen_none: 'Noch kein Bildschirm-Link.',
+  screen_active: 'Ein Bildschirm-Link ist aktiv (erstellt {when}).',
+  screen_shown_once: 'Der Link wird nur jetzt gezeigt: kopiere ihn oder öffne ihn auf dem Bildschirm.',
+  screen_make: 'Bildschirm-Link erstellen',
+  screen_make_new: 'Neuen Link erstellen (der alte endet)',
+  screen_revoke: 'Link widerrufen',
+  screen_open: 'Öffnen',
+  screen_made: 'Bildschirm-Link erstellt.',
+  screen_revoked_note: 'Bildschirm-Link widerrufen: Bildschirme damit zeigen nichts mehr.',
+  screen_full: 'Vollbild',
+  screen_refused_title: 'Dieser Bildschirm zeigt nichts mehr',
+  screen_revoked: 'Der Link wurde widerrufen oder ersetzt. Bitte die Gastgeber um einen neuen Bildschirm-Link.',
+  screen_too_many: 'Zu viele falsche Versuche. Bitte später noch einmal öffnen.',
+  err_invalid_screen_token: 'Dieser Bildschirm-Link gilt nicht (mehr).',
+});
+Object.assign(STRINGS.en, {
+  screen_title: 'Screen at the venue',
+  screen_hint: 'A link for the projector or TV: it shows the live slideshow only – what guests see – and gives no organiser rights. The screen stays awake; one tap goes full screen.',
+  screen_none: 'No screen link yet.',
+  screen_active: 'A screen link is active (made {when}).',
+  screen_shown_once: 'The link is shown only now: copy it or open it on the screen.',
+  screen_make: 'Make a screen link',
+  screen_make_new: 'Make a new link (the old one ends)',
+  screen_revoke: 'Revoke the link',
+  screen_open: 'Open',
+  screen_made: 'Screen link made.',
+  screen_revoked_note: 'Screen link revoked: screens that use it show nothing more.',
+  screen_full: 'Full screen',
+  screen_refused_title: 'This screen shows nothing more',
+  screen_revoked: 'The link was revoked or replaced. Ask the hosts for a new screen link.',
+  screen_too_many: 'Too many wrong attempts. Please open it again later.',
+  err_invalid_screen_token: 'This screen link is not valid (any more).',
+});

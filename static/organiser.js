@@ -3,7 +3,8 @@
 // the join link (copy it, print a table card), open or close uploads, set the guests' quota (in
 // photos, as guests read it), shape the guests' page (guest-page-card.js), set the host modes and approve waiting photos (host-modes-card.js), moderate (hide, delete with undo; each tile says who sent it and
 // offers to block them), download the photos as a ZIP (with or without the hidden ones), run the
-// full-screen live slideshow (slideshow.js), and give helpers a login (co-organisers-view.js).
+// full-screen live slideshow (slideshow.js) or make a link that runs it on the venue's screen
+// (screen-link-card.js), and give helpers a login (co-organisers-view.js).
 
 import { h, api, ApiError, formatBytes, STATUS } from './util.js';
 import { t, tIn, lang, onLangChange } from './i18n.js';
@@ -18,6 +19,7 @@ import { TYPICAL_PHOTO_BYTES } from './quota-view.js';
 import { blockButton, BlockedGuestsCard } from './blocks-view.js';
 import { CoOrganisersCard } from './co-organisers-view.js';
 import { EventNameForm } from './event-name-view.js';
+import { ScreenLinkCard } from './screen-link-card.js';
 
 export async function organiserPage({ slug, event, main, messages }) {
   let current = event;
@@ -124,6 +126,10 @@ export async function organiserPage({ slug, event, main, messages }) {
   const askName = h('div', { class: 'card ask-name', 'data-testid': 'ask-name', hidden: true });
   const settingsCard = h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, quotaShown, settingsNote);
 
+  const screenCard = new ScreenLinkCard({ slug, onChanged: (changed) => {
+    current = changed;
+    renderDashboard();
+  } });
   const pageCard = new GuestPageCard({ change, galleryRoot, gallery: () => gallery });
   // ---- people: co-organisers and blocked guests (co-organisers-view.js, blocks-view.js) ----
   const coOrganisers = new CoOrganisersCard({ slug, messages });
@@ -138,6 +144,7 @@ export async function organiserPage({ slug, event, main, messages }) {
   foldable(pageCard.el, 'guest-page');
   foldable(modesCard.el, 'host-modes');
   foldable(coOrganisers.el, 'co-organisers');
+  foldable(screenCard.el, 'screen-link');
   dashboard.append(
     h('p', { class: 'muted who-row' }, labels.who, labels.logout),
     askName,
@@ -145,6 +152,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     settingsCard,
     pageCard.el,
     modesCard.el,
+    screenCard.el,
     coOrganisers.el,
     blockedGuests.el,
     h('div', { class: 'actions' }, h('div', { class: 'export-group' }, zip, hiddenNote, zipHidden, zipPending), showButton),
@@ -229,6 +237,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     renderQuotaShown();
     renderExport();
     modesCard.render(current);
+    screenCard.render(current);
     pendingList.setGate(current.review_uploads);
     zipPending.textContent = t('download_with_pending');
     zipPending.hidden = pendingList.count === 0;

@@ -33,6 +33,8 @@ pub struct EventRow {
     /// False while the event carries the name the server gave it (the demo event of a fresh
     /// install): its organiser's page asks for a name. True once a person named it.
     pub name_chosen: bool,
+    /// When the event's current screen link was made; `None` while it has none.
+    pub screen_link_at: Option<DateTime<Utc>>,
 }
 
 /// The columns of `EventRow`, as a literal so queries can be built with `concat!`.
@@ -40,7 +42,7 @@ macro_rules! event_select {
     () => {
         "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at, e.storage_cap_bytes, e.used_bytes, \
          e.welcome_text, (SELECT u.id FROM uploads u WHERE u.id = e.cover_upload_id AND u.event_id = e.id AND u.status = 'ready' AND NOT u.hidden AND u.review = 'approved' AND u.deleted_at IS NULL) AS cover_upload_id, \
-         e.guest_downloads, e.uploads_open_from, e.uploads_open_until, e.review_uploads, e.gallery, e.gallery_opens_at, e.name_chosen FROM events e "
+         e.guest_downloads, e.uploads_open_from, e.uploads_open_until, e.review_uploads, e.gallery, e.gallery_opens_at, e.name_chosen, e.screen_link_at FROM events e "
     };
 }
 pub(crate) use event_select;

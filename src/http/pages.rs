@@ -1,6 +1,7 @@
 //! The web page and the API reference, embedded in the binary: `/` and every event link
 //! serve the same page (its ES modules decide what to show); `/static/…` its files;
-//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser and the admin;
+//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser, the admin and its
+//! venue screen (which shows it);
 //! `/admin` the admin's page. Not part of the API, so not in its reference (`http::openapi`).
 
 use axum::Router;
@@ -11,7 +12,7 @@ use axum::routing::get;
 use qrcode::QrCode;
 use qrcode::render::svg;
 
-use super::extract::Manager;
+use super::extract::{Manager, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 
@@ -49,6 +50,8 @@ const STATIC_FILES: &[(&str, &str, &str)] = &[
     ("host-modes-card.js", JS, include_str!("../../static/host-modes-card.js")),
     ("fold.js", JS, include_str!("../../static/fold.js")),
     ("event-name-view.js", JS, include_str!("../../static/event-name-view.js")),
+    ("screen.js", JS, include_str!("../../static/screen.js")),
+    ("screen-link-card.js", JS, include_str!("../../static/screen-link-card.js")),
     ("thumbhash.js", JS, include_str!("../../static/thumbhash.js")),
 ];
 
@@ -57,6 +60,7 @@ pub fn routes() -> Router<AppState> {
         .route("/", get(index))
         .route("/e/{slug}", get(index))
         .route("/e/{slug}/organiser", get(index))
+        .route("/e/{slug}/screen", get(index))
         .route("/e/{slug}/qr.svg", get(join_qr_code))
         .route("/admin", get(index))
         .route("/static/{file}", get(static_file))
@@ -87,14 +91,27 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The join link as a QR code, to print or show on a screen. Only for the event's organiser
-/// (cookie or bearer) and the admin (bearer only: the admin's page fetches it with its token):
-/// the link carries the join token, which the event's public view keeps back.
+/// (cookie or bearer), the admin (bearer only: the admin's page fetches it with its token) and
+/// the event's venue screen (its slideshow invites guests with it): the link carries the join
+/// token, which the event's public view keeps back.
 async fn join_qr_code(
     State(state): State<AppState>,
-    manager: Manager,
+    manager: Result<Manager, ApiError>,
+    viewer: Result<Viewer, ApiError>,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
-    let event = manager.event(&state, &slug).await?;
+    let event = match (manager, viewer) {
+        (Ok(manager), _) => manager.event(&state, &slug).await?,
+        (Err(refused), Ok(viewer)) => {
+            let slug = crate::domain::EventSlug::parse(&slug)?;
+            let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
+            if !viewer.is_screen_of(event.id) {
+                return Err(refused);
+            }
+            event
+        }
+        (Err(refused), Err(_)) => return Err(refused),
+    };
     let url = crate::events::join_url(&state.settings.public_url, &event);
     let code = QrCode::new(url.as_bytes()).map_err(|e| ApiError::Internal(anyhow::anyhow!("QR code: {e}")))?;
     let image = code
