@@ -55,7 +55,8 @@ export class Slideshow {
     this.closeButton = h('button', { type: 'button', class: 'slide-button slide-close', 'data-action': 'slide-close', hidden: screen }, '✕');
     this.el = h(
       'div',
-      { class: 'slideshow', hidden: true, 'data-testid': 'slideshow', 'data-state': 'playing', 'data-shown': '' },
+      // A landmark of its own: it stands outside the page's main content, over it.
+      { class: 'slideshow', hidden: true, role: 'region', 'data-testid': 'slideshow', 'data-state': 'playing', 'data-shown': '' },
       this.img,
       this.leaving,
       this.video,
@@ -289,6 +290,7 @@ export class Slideshow {
   }
 
   renderWords() {
+    this.el.setAttribute('aria-label', t('slideshow'));
     this.qrLabel.textContent = t('slide_add_photos');
     this.qr.alt = t('slide_add_photos');
     this.prevButton.setAttribute('aria-label', t('previous'));
