@@ -93,10 +93,10 @@ for (const [lang, w] of Object.entries(WORDS)) {
       const send = page.locator('dialog.lightbox[open] .comment-form button[type=submit]');
       const before = await send.textContent();
       // The lightbox redraws itself in the other language (synchronously, within setLang).
-      await page.evaluate(async (next) => (await import('/static/i18n.js')).setLang(next), other);
+      await page.evaluate(async (next) => (await import(new URL('i18n.js', document.querySelector('script[type=module]').src))).setLang(next), other);
       assert.notEqual(await send.textContent(), before, 'the form was drawn again, in the other language');
       assert.equal(await input.inputValue(), 'Wie schön! / How lovely!', 'what the guest typed is still there');
-      await page.evaluate(async (back) => (await import('/static/i18n.js')).setLang(back), lang);
+      await page.evaluate(async (back) => (await import(new URL('i18n.js', document.querySelector('script[type=module]').src))).setLang(back), lang);
     });
   });
 
