@@ -99,10 +99,11 @@ export class HostModesCard {
 /** The photos waiting for approval, newest first, with Approve and Approve all. */
 export class PendingList {
   /**
-   * @param {{slug: string, messages: import('./messages.js').MessageArea, onApproved: (upload) => void}} o
-   *   `onApproved`: a photo as the server answered its approval
+   * @param {{slug: string, messages: import('./messages.js').MessageArea, onApproved: (upload) => void, onCount?: (n: number) => void}} o
+   *   `onApproved`: a photo as the server answered its approval; `onCount`: how many wait now
    */
-  constructor({ slug, messages, onApproved }) {
+  constructor({ slug, messages, onApproved, onCount }) {
+    this.onCount = onCount || (() => {});
     this.slug = slug;
     this.messages = messages;
     this.onApproved = onApproved;
@@ -192,6 +193,7 @@ export class PendingList {
 
   render() {
     const n = this.items.size;
+    this.onCount(n);
     this.el.hidden = !this.gate && n === 0;
     this.el.dataset.pending = String(n);
     this.title.textContent = t('pending_title', { n });

@@ -765,3 +765,13 @@ Object.assign(STRINGS.en, {
   screen_too_many: 'Too many wrong attempts. Please open it again later.',
   err_invalid_screen_token: 'This screen link is not valid (any more).',
 });
+
+// Photos waiting for review, on the dashboard's tab title and badge (organiser.js).
+Object.assign(STRINGS.de, {
+  waiting_badge: '{n} Fotos warten auf Freigabe',
+  waiting_badge_one: '1 Foto wartet auf Freigabe',
+});
+Object.assign(STRINGS.en, {
+  waiting_badge: '{n} photos wait for approval',
+  waiting_badge_one: '1 photo waits for approval',
+});

@@ -71,7 +71,10 @@ export async function organiserPage({ slug, event, main, messages }) {
     current = changed;
     renderDashboard();
   } });
-  const pendingList = new PendingList({ slug, messages, onApproved: (u) => gallery?.upsert(u) });
+  // Photos waiting for review, counted live in the tab's title and a badge at the top.
+  const waitingBadge = h('button', { type: 'button', class: 'waiting-badge small', 'data-testid': 'waiting-badge', hidden: true });
+  const pendingList = new PendingList({ slug, messages, onApproved: (u) => gallery?.upsert(u), onCount: () => renderTitle() });
+  waitingBadge.addEventListener('click', () => pendingList.el.scrollIntoView({ behavior: 'smooth', block: 'start' }));
   // The table card is for paper only: the print style shows it and nothing else.
   const card = {
     name: h('h2', { class: 'table-card-name' }),
@@ -147,6 +150,7 @@ export async function organiserPage({ slug, event, main, messages }) {
   foldable(screenCard.el, 'screen-link');
   dashboard.append(
     h('p', { class: 'muted who-row' }, labels.who, labels.logout),
+    waitingBadge,
     askName,
     h('div', { class: 'card share' }, labels.link, qr, joinLink, copyFallback, h('div', { class: 'share-actions' }, copyButton, printButton), shareNote, labels.hint),
     settingsCard,
@@ -233,6 +237,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     labels.save.textContent = t('save');
     labels.gallery.textContent = t('gallery');
     renderName();
+    renderTitle();
     renderCard();
     renderQuotaShown();
     renderExport();
@@ -268,11 +273,16 @@ export async function organiserPage({ slug, event, main, messages }) {
     nameForm.render(current);
   }
 
-  /** The page's heading and tab title follow a new name. */
+  /** The page's heading and tab title follow a new name; the title and the badge count the photos waiting. */
   function renderTitle() {
     const title = document.getElementById('event-name');
     if (title) title.textContent = current.name || '';
-    document.title = current.name ? `${current.name} · Confetti` : 'Confetti';
+    const n = pendingList.count;
+    const name = current.name ? `${current.name} · Confetti` : 'Confetti';
+    document.title = n ? `(${n}) ${name}` : name;
+    waitingBadge.hidden = n === 0;
+    waitingBadge.dataset.count = String(n);
+    waitingBadge.textContent = n === 1 ? t('waiting_badge_one') : t('waiting_badge', { n });
   }
 
   function renderCard() {
