@@ -72,11 +72,11 @@ fn static_files() -> std::io::Result<()> {
                 .replace("/static/style.css", &format!("/static/{version}/style.css"))
                 .replace("/static/app.js", &format!("/static/{version}/app.js"))
                 .replace("/static/favicon.svg", &format!("/static/{version}/favicon.svg"));
-            // Every module at once, instead of one level of imports per round trip.
-            let preload: String = files
+            // The modules `app.js` imports (not the pages it loads on demand), all at once,
+            // instead of one level of imports per round trip.
+            let preload: String = static_imports(&files, "app.js")
                 .iter()
-                .filter(|(n, _)| n.ends_with(".js"))
-                .map(|(n, _)| format!("  <link rel=\"modulepreload\" href=\"/static/{version}/{n}\">\n"))
+                .map(|n| format!("  <link rel=\"modulepreload\" href=\"/static/{version}/{n}\">\n"))
                 .collect();
             page.replace("</head>", &format!("{preload}</head>")).into_bytes()
         } else {
@@ -116,6 +116,25 @@ fn static_files() -> std::io::Result<()> {
         "/// The page itself, its links pointing at `VERSION`.\npub const INDEX: StaticFile = {index};\n"
     ));
     std::fs::write(out.join("static_files.rs"), code)
+}
+
+/// `root` and every module it imports statically (`from './x.js'`), transitively, sorted.
+fn static_imports(files: &[(String, Vec<u8>)], root: &str) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec![root.to_owned()];
+    while let Some(name) = todo.pop() {
+        let Some((_, bytes)) = files.iter().find(|(n, _)| *n == name) else { continue };
+        if !seen.insert(name) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        for part in text.split(" from './").skip(1) {
+            if let Some((import, _)) = part.split_once('\'') {
+                todo.push(import.to_owned());
+            }
+        }
+    }
+    seen.into_iter().collect()
 }
 
 fn content_type(name: &str) -> &'static str {
