@@ -36,6 +36,8 @@ const JOIN_REFILL_EVERY: Duration = Duration::from_secs(2);
 pub enum Purpose {
     OrganiserLogin,
     Join,
+    /// Opening a screen link (`http::screens`).
+    Screen,
 }
 
 /// A client as the throttle counts it. An IPv6 client is its /64: one host usually holds a
