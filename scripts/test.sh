@@ -9,9 +9,13 @@ cd "$(dirname "$0")/.."
 
 TEST_DATABASE_URL=$(scripts/ensure-postgres.sh)
 export TEST_DATABASE_URL
-# Databases of earlier, interrupted runs.
+# Databases of earlier, interrupted runs (one still in use belongs to a run going on beside
+# this one, and stays).
 psql "$TEST_DATABASE_URL" -qtAc "SELECT datname FROM pg_database WHERE datname LIKE 'test\_%'" |
-  while read -r db; do [ -n "$db" ] && psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$db\"" >/dev/null; done
+  while read -r db; do
+    [ -n "$db" ] && { psql "$TEST_DATABASE_URL" -qc "DROP DATABASE IF EXISTS \"$db\"" >/dev/null 2>&1 ||
+      echo "(kept $db: another test run is using it)"; }
+  done
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 apt_install() {

@@ -12,6 +12,9 @@ pub const GUEST_COOKIE: &str = "confetti_guest";
 pub const ORGANISER_COOKIE: &str = "confetti_organiser";
 pub const GUEST_PREFIX: &str = "g_";
 pub const ORGANISER_PREFIX: &str = "o_";
+/// The venue screen's cookie and token prefix (`http::screens`): it reads what guests see.
+pub const SCREEN_COOKIE: &str = "confetti_screen";
+pub const SCREEN_PREFIX: &str = "s_";
 
 /// bcrypt cost: about 50 ms per check on these machines, run off the async runtime.
 const BCRYPT_COST: u32 = 10;

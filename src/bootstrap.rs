@@ -71,6 +71,7 @@ pub async fn ensure_demo_event(db: &Db, blocking: &Blocking, settings: &Settings
             password: OrganiserPassword::parse(&password)?,
             guest_quota_bytes: settings.guest_quota_bytes,
             storage_cap_bytes: settings.event_storage_cap_bytes,
+            name_chosen: false,
         },
     )
     .await?;

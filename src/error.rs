@@ -56,6 +56,8 @@ error_codes! {
         "A cookie-authenticated state-changing request (POST, PUT, PATCH, DELETE) whose `Origin` header is present and is not this server's own origin.";
     InvalidJoinToken = "invalid_join_token", FORBIDDEN,
         "Joining: the join token is not this event's.";
+    InvalidScreenToken = "invalid_screen_token", FORBIDDEN,
+        "Opening a screen: the token is not this event's current screen link (never was, or was replaced or revoked).";
     TooManyAttempts = "too_many_attempts", TOO_MANY_REQUESTS,
         "Organiser login or joining: too many wrong passwords or join tokens from this client for this event (an attempt counts before the secret is checked, so simultaneous guesses do not slip through), or too many joins from this client for this event (100 at once, then one every 2 s); `Retry-After` and `retry_after_s` say when to try again.";
     EventNotFound = "event_not_found", NOT_FOUND,
@@ -231,6 +233,8 @@ pub enum ApiError {
     CrossOrigin => CrossOrigin,
     #[error("the join token is not this event's")]
     InvalidJoinToken => InvalidJoinToken,
+    #[error("this is not the event's current screen link")]
+    InvalidScreenToken => InvalidScreenToken,
     #[error("wrong password")]
     InvalidCredentials => InvalidCredentials,
     #[error("too many attempts from this address; try again in {retry_after_s} s")]

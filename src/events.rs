@@ -26,6 +26,8 @@ pub struct NewEvent {
     pub guest_quota_bytes: i64,
     /// All guests together; `--event-storage-cap-bytes` unless the admin chose another.
     pub storage_cap_bytes: i64,
+    /// False for a name the server made up (the demo event): the organiser is asked for one.
+    pub name_chosen: bool,
 }
 
 /// An event ready to insert: its password already hashed, so no transaction waits for bcrypt.
@@ -69,6 +71,8 @@ pub async fn insert(tx: &mut Tx, prepared: &PreparedEvent) -> Result<EventRow, E
             review_uploads: false,
             gallery: Gallery::Everyone,
             gallery_opens_at: None,
+            name_chosen: new.name_chosen,
+            screen_link_at: None,
         };
         if tx.insert_event(&event).await? {
             return Ok(event);

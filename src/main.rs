@@ -100,6 +100,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
                 password: OrganiserPassword::parse(&password)?,
                 guest_quota_bytes,
                 storage_cap_bytes,
+                name_chosen: true,
             };
             let event = events::create_event(&db, &blocking, new).await?;
             let bind =

@@ -41,6 +41,8 @@ const JOIN_REFILL_EVERY: Duration = Duration::from_secs(2);
 pub enum Purpose {
     OrganiserLogin,
     Join,
+    /// Opening a screen link (`http::screens`).
+    Screen,
 }
 
 impl Purpose {
@@ -49,6 +51,7 @@ impl Purpose {
         match self {
             Purpose::OrganiserLogin => "organiser_login",
             Purpose::Join => "join",
+            Purpose::Screen => "screen",
         }
     }
 }

@@ -1,11 +1,12 @@
 // One event on the admin's page: its name, slug, creation time, whether uploads are open, its
 // guests, photos and storage; and what the admin does to it — show the join link and QR code
-// again (copy the link, open the organiser page), open or close uploads, set a new organiser
+// again (copy the link, open the organiser page), rename it, open or close uploads, set a new organiser
 // password (which ends every organiser session), delete the event once its name is typed.
 
 import { h, formatBytes } from './util.js';
 import { t, lang } from './i18n.js';
-import { errorText } from './messages.js';
+import { showError } from './messages.js';
+import { EventNameForm } from './event-name-view.js';
 
 /** The server's rule for organiser passwords (422 `weak_password` otherwise). */
 const MIN_PASSWORD = 8;
@@ -128,7 +129,11 @@ export class EventCard {
     };
     const p = this.password;
     this.passwordForm = h('form', { class: 'password-form', 'data-testid': 'password-form', novalidate: true, hidden: true }, p.label, p.input, p.rule, p.hint, p.submit, p.error);
-    this.actions = h('div', { class: 'admin-actions' }, this.shareButton, this.passwordButton, this.deleteButton);
+    this.renameButton = h('button', { type: 'button', class: 'secondary', 'data-action': 'rename', 'aria-expanded': 'false' });
+    this.rename = new EventNameForm({ id: id('name'), save: (name) => this.setName(name) });
+    this.rename.form.classList.add('rename-form');
+    this.rename.form.hidden = true;
+    this.actions = h('div', { class: 'admin-actions' }, this.shareButton, this.renameButton, this.passwordButton, this.deleteButton);
     this.el = h(
       'article',
       { class: 'card admin-event', 'data-slug': slug },
@@ -138,11 +143,13 @@ export class EventCard {
       h('div', { class: 'row switch-row' }, this.open, this.openLabel),
       this.actions,
       this.share.el,
+      this.rename.form,
       this.passwordForm,
       this.note,
     );
 
     this.shareButton.addEventListener('click', () => this.toggle(this.share.el, this.shareButton, () => this.share.show()));
+    this.renameButton.addEventListener('click', () => this.toggle(this.rename.form, this.renameButton, () => this.rename.input.focus()));
     this.passwordButton.addEventListener('click', () => this.toggle(this.passwordForm, this.passwordButton, () => p.input.focus()));
     this.open.addEventListener('change', () => this.setOpen(this.open.checked));
     p.input.addEventListener('input', () => this.renderRule());
@@ -174,11 +181,23 @@ export class EventCard {
       this.event = { ...this.event, uploads_open: changed.uploads_open };
       this.note.textContent = t(changed.uploads_open ? 'admin_opened' : 'admin_closed');
     } catch (err) {
-      this.note.textContent = errorText(err);
+      showError(this.note, err);
     } finally {
       this.open.disabled = false;
       this.render();
     }
+  }
+
+  /** Renames the event (its slug, and so every link, stays); the list is read again after. */
+  async setName(name) {
+    const changed = await this.call('PATCH', `/api/v1/events/${encodeURIComponent(this.event.slug)}`, { name });
+    this.event = { ...this.event, name: changed.name, name_chosen: changed.name_chosen };
+    this.rename.form.hidden = true;
+    this.renameButton.setAttribute('aria-expanded', 'false');
+    this.note.textContent = t('admin_renamed', { name: changed.name });
+    this.render();
+    this.onChanged();
+    return changed;
   }
 
   async setPassword() {
@@ -199,7 +218,7 @@ export class EventCard {
       this.passwordButton.setAttribute('aria-expanded', 'false');
       this.note.textContent = t('admin_password_set');
     } catch (err) {
-      p.error.textContent = errorText(err);
+      showError(p.error, err);
       p.error.hidden = false;
     } finally {
       p.submit.disabled = false;
@@ -248,7 +267,7 @@ export class EventCard {
         this.messages.note(() => t('admin_deleted', { name }));
         this.onDeleted(this.event.slug);
       } catch (err) {
-        error.textContent = errorText(err);
+        showError(error, err);
         error.hidden = false;
         cancel.disabled = false;
         confirm.disabled = false;
@@ -279,6 +298,9 @@ export class EventCard {
     this.open.checked = Boolean(e.uploads_open);
     this.openLabel.textContent = t('uploads_open');
     this.shareButton.textContent = t('admin_show_link');
+    this.renameButton.textContent = t('admin_rename');
+    // Here it is always an edit: the admin's card does not ask as the organiser's dashboard does.
+    this.rename.render({ ...e, name_chosen: true });
     this.passwordButton.textContent = t('admin_new_password');
     this.deleteButton.textContent = t('admin_delete');
     const p = this.password;

@@ -5,7 +5,7 @@
 
 import { h, api, ApiError, formatBytes } from './util.js';
 import { t, onLangChange, lang } from './i18n.js';
-import { errorText } from './messages.js';
+import { errorText, showError } from './messages.js';
 import { EventCard, SharePanel, passwordRule } from './admin-event-view.js';
 
 const TOKEN_KEY = 'confetti.admin_token';
@@ -130,7 +130,7 @@ export async function adminPage({ main, title, messages }) {
       await refresh();
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) return;
-      create.error.textContent = errorText(err);
+      showError(create.error, err);
       create.error.hidden = false;
     } finally {
       create.submit.disabled = false;
@@ -164,7 +164,7 @@ export async function adminPage({ main, title, messages }) {
     try {
       listing = await call('GET', '/api/v1/events');
     } catch (err) {
-      if (!isRefusedToken(err)) messages.error(errorText(err));
+      if (!isRefusedToken(err)) messages.refusal(err);
       return;
     }
     renderList();

@@ -1,11 +1,10 @@
-// Entry point: finds out which page this is (home, a guest's event page, an organiser's, the
-// admin's), loads the event and hands over to that page, with the page's message area.
+// Entry point: finds out which page this is (home, a guest's event page, an organiser's, a
+// venue screen's, the admin's; all but the guest's loaded only when asked for, so a guest's
+// phone fetches the guest's modules alone), loads the event and hands over to that page, with the page's message area.
 
 import { h, api, ApiError, routeOf } from './util.js';
 import { t, applyStatic, toggleLang, onLangChange } from './i18n.js';
 import { guestPage } from './guest.js';
-import { organiserPage } from './organiser.js';
-import { adminPage } from './admin.js';
 import { MessageArea } from './messages.js';
 
 const main = document.getElementById('main');
@@ -26,6 +25,7 @@ async function start() {
   const route = routeOf(location);
   if (route.page === 'admin') {
     document.body.classList.add('admin');
+    const { adminPage } = await import('./admin.js');
     await adminPage({ main, title, messages });
     document.body.dataset.ready = 'true';
     return;
@@ -49,7 +49,11 @@ async function start() {
   document.title = event.name ? `${event.name} · Confetti` : 'Confetti';
   if (route.page === 'organiser') {
     document.body.classList.add('organiser');
+    const { organiserPage } = await import('./organiser.js');
     await organiserPage({ slug: route.slug, event, main, messages });
+  } else if (route.page === 'screen') {
+    const { screenPage } = await import('./screen.js');
+    await screenPage({ slug: route.slug, event, main, messages });
   } else {
     await guestPage({ slug: route.slug, event, main, messages });
   }

@@ -6,7 +6,7 @@
 
 import { h, api } from './util.js';
 import { t, onLangChange } from './i18n.js';
-import { confirmInPlace, errorText } from './messages.js';
+import { confirmInPlace } from './messages.js';
 
 const guestPath = (slug, id) => `/api/v1/events/${encodeURIComponent(slug)}/guests/${encodeURIComponent(id)}`;
 
@@ -37,7 +37,7 @@ export function blockButton(upload, { slug, messages, onBlocked }) {
     try {
       standing = await api('GET', guestPath(slug, guest.id));
     } catch (err) {
-      messages.error(() => errorText(err));
+      messages.refusal(err);
       return;
     } finally {
       button.disabled = false;
@@ -49,7 +49,7 @@ export function blockButton(upload, { slug, messages, onBlocked }) {
       messages.note(() => t('blocked_note', { name: blocked.display_name }));
       onBlocked(blocked);
     } catch (err) {
-      messages.error(() => errorText(err));
+      messages.refusal(err);
     } finally {
       button.disabled = false;
     }
@@ -102,7 +102,7 @@ export class BlockedGuestsCard {
         this.onUnblocked(after);
         await this.refresh();
       } catch (err) {
-        this.messages.error(() => errorText(err));
+        this.messages.refusal(err);
         unblock.disabled = false;
       }
     });

@@ -5,7 +5,7 @@
 
 import { h, api, ApiError } from './util.js';
 import { t, onLangChange } from './i18n.js';
-import { confirmInPlace, errorText } from './messages.js';
+import { confirmInPlace, showError } from './messages.js';
 
 export class CoOrganisersCard {
   /** @param {{slug: string, messages: import('./messages.js').MessageArea}} o */
@@ -53,7 +53,7 @@ export class CoOrganisersCard {
       this.note.textContent = t('co_added', { label: added.label });
       await this.refresh();
     } catch (err) {
-      this.note.textContent = errorText(err);
+      showError(this.note, err);
     } finally {
       this.addButton.disabled = false;
     }
@@ -80,7 +80,7 @@ export class CoOrganisersCard {
         this.messages.note(() => t('co_revoked', { label: c.label }));
       } catch (err) {
         // Revoked already (another tab): the list shows it gone either way.
-        if (!(err instanceof ApiError && err.status === 404)) this.messages.error(() => errorText(err));
+        if (!(err instanceof ApiError && err.status === 404)) this.messages.refusal(err);
       }
       await this.refresh();
     });

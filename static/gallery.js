@@ -265,7 +265,7 @@ export class Gallery {
       { class: 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-review': u.review || REVIEW.APPROVED, 'data-mine': mine ? 'true' : 'false', 'data-picture': picture.kind },
       h(
         'button',
-        { type: 'button', class: 'tile-open', 'aria-label': `${isVideo(u) ? `${t('video')}: ` : ''}${u.filename} — ${t('by', { name: u.guest?.display_name ?? '' })}`, onclick: () => this.lightbox.open(u.id) },
+        { type: 'button', class: 'tile-open', 'aria-label': tileLabel(u), onclick: () => this.lightbox.open(u.id) },
         picture.el,
         video,
       ),
@@ -325,6 +325,17 @@ export class Gallery {
     const i = ids.indexOf(id);
     return i < 0 ? null : ids[i + step] ?? null;
   }
+}
+
+/**
+ * A tile's accessible name: what it shows (a video's length, as its visible "▶ 0:05" says), the
+ * file's name and who sent it.
+ */
+function tileLabel(u) {
+  const by = t('by', { name: u.guest?.display_name ?? '' });
+  if (!isVideo(u)) return `${u.filename} — ${by}`;
+  const length = durationText(u.duration_s);
+  return `${t('video')}${length ? ` ${length}` : ''}: ${u.filename} — ${by}`;
 }
 
 /**

@@ -5,7 +5,7 @@
 
 import { h, api, ApiError, thumbUrl, withPlaceholder, REVIEW, STATUS } from './util.js';
 import { t, onLangChange, formatWhen } from './i18n.js';
-import { errorText } from './messages.js';
+import { showError } from './messages.js';
 
 /** `YYYY-MM-DDTHH:MM` in this device's time zone: what a `datetime-local` input holds. */
 function localInput(iso) {
@@ -68,7 +68,7 @@ export class HostModesCard {
       this.note.textContent = t('saved');
       this.onChanged(event);
     } catch (err) {
-      this.note.textContent = errorText(err);
+      showError(this.note, err);
       this.render(this.event);
     }
   }
@@ -99,10 +99,11 @@ export class HostModesCard {
 /** The photos waiting for approval, newest first, with Approve and Approve all. */
 export class PendingList {
   /**
-   * @param {{slug: string, messages: import('./messages.js').MessageArea, onApproved: (upload) => void}} o
-   *   `onApproved`: a photo as the server answered its approval
+   * @param {{slug: string, messages: import('./messages.js').MessageArea, onApproved: (upload) => void, onCount?: (n: number) => void}} o
+   *   `onApproved`: a photo as the server answered its approval; `onCount`: how many wait now
    */
-  constructor({ slug, messages, onApproved }) {
+  constructor({ slug, messages, onApproved, onCount }) {
+    this.onCount = onCount || (() => {});
     this.slug = slug;
     this.messages = messages;
     this.onApproved = onApproved;
@@ -175,7 +176,7 @@ export class PendingList {
         this.gone(id);
         return true;
       }
-      this.messages.error(() => errorText(err));
+      this.messages.refusal(err);
       if (button) button.disabled = false;
       return false;
     }
@@ -192,6 +193,7 @@ export class PendingList {
 
   render() {
     const n = this.items.size;
+    this.onCount(n);
     this.el.hidden = !this.gate && n === 0;
     this.el.dataset.pending = String(n);
     this.title.textContent = t('pending_title', { n });

@@ -45,8 +45,15 @@ const STRINGS = {
     summary_left_min: 'noch etwa {n} Min.',
     summary_left_under_min: 'noch weniger als eine Minute',
     summary_waiting: 'wartet auf die Verbindung',
-    summary_all: 'Alle {n} Fotos gesendet',
+    summary_all_what: 'Alle {what} gesendet',
+    summary_all_mixed: 'Alle gesendet: {what}',
     summary_all_one: 'Foto gesendet',
+    summary_all_one_video: 'Video gesendet',
+    n_photos: '{n} Fotos',
+    n_photos_one: '1 Foto',
+    n_videos: '{n} Videos',
+    n_videos_one: '1 Video',
+    and: ' und ',
     summary_already: '{n} schon da',
     summary_refused: '{n} nicht angenommen',
     show_all: 'Alle zeigen ({n})',
@@ -55,7 +62,7 @@ const STRINGS = {
     err_network: 'Der Server ist nicht erreichbar.',
     err_server: 'Der Server hatte ein Problem ({status}).',
     err_server_busy: 'Der Server hat es mehrmals nicht angenommen.',
-    err_refused: 'Der Server hat dieses Foto nicht angenommen.',
+    err_refused: 'Der Server hat diese Datei nicht angenommen.',
     err_quota_exceeded: 'Dein Speicher ist voll: noch {left} von {total} frei, dieses Foto hat {size}.',
     err_file_too_large: 'Datei zu groß: höchstens {max} pro Datei.',
     err_image_too_large: 'Bild zu groß: {px} Megapixel, höchstens {max}.',
@@ -209,8 +216,15 @@ const STRINGS = {
     summary_left_min: 'about {n} min left',
     summary_left_under_min: 'less than a minute left',
     summary_waiting: 'waiting for the connection',
-    summary_all: 'All {n} photos sent',
+    summary_all_what: 'All {what} sent',
+    summary_all_mixed: 'All sent: {what}',
     summary_all_one: 'Photo sent',
+    summary_all_one_video: 'Video sent',
+    n_photos: '{n} photos',
+    n_photos_one: '1 photo',
+    n_videos: '{n} videos',
+    n_videos_one: '1 video',
+    and: ' and ',
     summary_already: '{n} already there',
     summary_refused: '{n} not accepted',
     show_all: 'Show all ({n})',
@@ -219,7 +233,7 @@ const STRINGS = {
     err_network: 'The server could not be reached.',
     err_server: 'The server had a problem ({status}).',
     err_server_busy: 'The server turned it away several times.',
-    err_refused: 'The server did not accept this photo.',
+    err_refused: 'The server did not accept this file.',
     err_quota_exceeded: 'Your storage is full: {left} of {total} left, this photo is {size}.',
     err_file_too_large: 'File too large: at most {max} per file.',
     err_image_too_large: 'Image too large: {px} megapixels, at most {max}.',
@@ -374,6 +388,11 @@ export function setLang(next) {
 
 export function toggleLang() {
   setLang(current === 'de' ? 'en' : 'de');
+}
+
+/** Whether the page has words for `key` (in English at least). */
+export function has(key) {
+  return key in STRINGS.en;
 }
 
 export function onLangChange(fn) {
@@ -630,3 +649,129 @@ export function formatWhen(iso) {
   const locale = current === 'de' ? 'de-DE' : 'en-GB';
   return new Intl.DateTimeFormat(locale, { weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
 }
+
+// The event's name (event-name-view.js on the dashboard, admin-event-view.js).
+Object.assign(STRINGS.de, {
+  event_name: 'Name des Festes',
+  name_hint: 'Gäste sehen ihn auf ihrer Seite, auf der Tischkarte und in der Diashow. Der Link bleibt gleich.',
+  name_ask_title: 'Wie heißt euer Fest?',
+  name_ask_hint: 'Dieses Fest hat der Server beim ersten Start angelegt und „Demo event“ genannt. Gib ihm seinen Namen: Gäste sehen ihn auf ihrer Seite, auf der Tischkarte und in der Diashow.',
+  name_ask_save: 'Namen speichern',
+  name_placeholder: 'z. B. Hochzeit Anna & Ben',
+  name_rule: 'Der Name braucht 1 bis {max} Zeichen.',
+  name_saved: 'Name gespeichert.',
+  admin_rename: 'Umbenennen',
+  admin_renamed: 'Umbenannt in „{name}“.',
+});
+Object.assign(STRINGS.en, {
+  event_name: 'Event name',
+  name_hint: 'Guests see it on their page, on the table card and in the slideshow. The link stays the same.',
+  name_ask_title: 'What is your event called?',
+  name_ask_hint: 'The server made this event when it first started and called it “Demo event”. Give it its name: guests see it on their page, on the table card and in the slideshow.',
+  name_ask_save: 'Save the name',
+  name_placeholder: 'e.g. Anna & Ben’s wedding',
+  name_rule: 'The name needs 1 to {max} characters.',
+  name_saved: 'Name saved.',
+  admin_rename: 'Rename',
+  admin_renamed: 'Renamed to “{name}”.',
+});
+
+// Every refusal the server can answer, in the page's words (messages.js `errorText`); the
+// server's own sentence follows as a second line. tests/browser/words.test.mjs checks the list
+// against the server's codes.
+Object.assign(STRINGS.de, {
+  err_refused_status: 'Der Server hat das abgelehnt ({status}).',
+  err_cross_origin: 'Diese Anfrage kam von einer fremden Seite und wurde abgelehnt. Öffne Confetti über seine eigene Adresse.',
+  err_not_found: 'Das gibt es nicht (mehr).',
+  err_invalid_multipart: 'Die Datei kam unvollständig an. Bitte noch einmal senden.',
+  err_missing_file: 'Es kam keine Datei an. Bitte noch einmal auswählen.',
+  err_invalid_client_upload_id: 'Dieses Foto hat eine ungültige Kennung. Bitte neu auswählen.',
+  err_idempotency_key_mismatch: 'Dieses Foto hat eine ungültige Kennung. Bitte neu auswählen.',
+  err_invalid_idempotency_key: 'Die Anfrage hatte eine ungültige Kennung. Bitte noch einmal versuchen.',
+  err_idempotency_key_in_flight: 'Das wird gerade schon erledigt. Bitte einen Moment warten.',
+  err_idempotency_key_reused: 'Diese Anfrage passt nicht zu einer früheren. Bitte die Seite neu laden.',
+  err_invalid_caption: 'Die Bildunterschrift ist zu lang (höchstens 500 Zeichen).',
+  err_invalid_request: 'Diese Angabe nimmt der Server nicht an.',
+  err_invalid_cursor: 'Die Liste hat sich geändert. Bitte die Seite neu laden.',
+  err_upload_length_required: 'Die Größe der Datei fehlte. Bitte noch einmal senden.',
+  err_inconsistent_upload_length: 'Die Datei kam anders an als angekündigt. Bitte neu auswählen.',
+  err_upload_offset_mismatch: 'Der Upload ist aus dem Takt geraten und wird fortgesetzt.',
+  err_upload_busy: 'Diese Datei wird gerade noch gesendet. Bitte einen Moment warten.',
+  err_internal: 'Auf dem Server ist etwas schiefgegangen. Bitte später noch einmal.',
+  err_body_too_large: 'Das ist zu viel Text auf einmal.',
+  err_range_not_satisfiable: 'Dieser Teil der Datei existiert nicht.',
+  err_method_not_allowed: 'Das kann der Server hier nicht.',
+  err_not_ready: 'Der Server startet gerade oder ist nicht bereit. Bitte gleich noch einmal.',
+});
+Object.assign(STRINGS.en, {
+  err_refused_status: 'The server refused this ({status}).',
+  err_cross_origin: 'This request came from another site and was refused. Open Confetti at its own address.',
+  err_not_found: 'This does not exist (any more).',
+  err_invalid_multipart: 'The file arrived incomplete. Please send it again.',
+  err_missing_file: 'No file arrived. Please choose it again.',
+  err_invalid_client_upload_id: 'This photo has an invalid key. Please choose it again.',
+  err_idempotency_key_mismatch: 'This photo has an invalid key. Please choose it again.',
+  err_invalid_idempotency_key: 'The request had an invalid key. Please try again.',
+  err_idempotency_key_in_flight: 'This is being done already. Please wait a moment.',
+  err_idempotency_key_reused: 'This request does not match an earlier one. Please reload the page.',
+  err_invalid_caption: 'The caption is too long (at most 500 characters).',
+  err_invalid_request: 'The server does not take this value.',
+  err_invalid_cursor: 'The list has changed. Please reload the page.',
+  err_upload_length_required: 'The file’s size was missing. Please send it again.',
+  err_inconsistent_upload_length: 'The file arrived differently than announced. Please choose it again.',
+  err_upload_offset_mismatch: 'The upload got out of step and goes on.',
+  err_upload_busy: 'This file is still being sent. Please wait a moment.',
+  err_internal: 'Something went wrong on the server. Please try again later.',
+  err_body_too_large: 'That is too much text at once.',
+  err_range_not_satisfiable: 'This part of the file does not exist.',
+  err_method_not_allowed: 'The server cannot do that here.',
+  err_not_ready: 'The server is starting or not ready. Please try again in a moment.',
+});
+
+// The venue's screen: the organiser's card (screen-link-card.js) and the screen's page (screen.js).
+Object.assign(STRINGS.de, {
+  screen_title: 'Bildschirm vor Ort',
+  screen_hint: 'Ein Link für den Beamer oder Fernseher: Er zeigt nur die Live-Diashow – das, was die Gäste sehen – und gibt keine Veranstalter-Rechte. Der Bildschirm bleibt wach; ein Tipp schaltet auf Vollbild.',
+  screen_none: 'Noch kein Bildschirm-Link.',
+  screen_active: 'Ein Bildschirm-Link ist aktiv (erstellt {when}).',
+  screen_shown_once: 'Der Link wird nur jetzt gezeigt: kopiere ihn oder öffne ihn auf dem Bildschirm.',
+  screen_make: 'Bildschirm-Link erstellen',
+  screen_make_new: 'Neuen Link erstellen (der alte endet)',
+  screen_revoke: 'Link widerrufen',
+  screen_open: 'Öffnen',
+  screen_made: 'Bildschirm-Link erstellt.',
+  screen_revoked_note: 'Bildschirm-Link widerrufen: Bildschirme damit zeigen nichts mehr.',
+  screen_full: 'Vollbild',
+  screen_refused_title: 'Dieser Bildschirm zeigt nichts mehr',
+  screen_revoked: 'Der Link wurde widerrufen oder ersetzt. Bitte die Gastgeber um einen neuen Bildschirm-Link.',
+  screen_too_many: 'Zu viele falsche Versuche. Bitte später noch einmal öffnen.',
+  err_invalid_screen_token: 'Dieser Bildschirm-Link gilt nicht (mehr).',
+});
+Object.assign(STRINGS.en, {
+  screen_title: 'Screen at the venue',
+  screen_hint: 'A link for the projector or TV: it shows the live slideshow only – what guests see – and gives no organiser rights. The screen stays awake; one tap goes full screen.',
+  screen_none: 'No screen link yet.',
+  screen_active: 'A screen link is active (made {when}).',
+  screen_shown_once: 'The link is shown only now: copy it or open it on the screen.',
+  screen_make: 'Make a screen link',
+  screen_make_new: 'Make a new link (the old one ends)',
+  screen_revoke: 'Revoke the link',
+  screen_open: 'Open',
+  screen_made: 'Screen link made.',
+  screen_revoked_note: 'Screen link revoked: screens that use it show nothing more.',
+  screen_full: 'Full screen',
+  screen_refused_title: 'This screen shows nothing more',
+  screen_revoked: 'The link was revoked or replaced. Ask the hosts for a new screen link.',
+  screen_too_many: 'Too many wrong attempts. Please open it again later.',
+  err_invalid_screen_token: 'This screen link is not valid (any more).',
+});
+
+// Photos waiting for review, on the dashboard's tab title and badge (organiser.js).
+Object.assign(STRINGS.de, {
+  waiting_badge: '{n} Fotos warten auf Freigabe',
+  waiting_badge_one: '1 Foto wartet auf Freigabe',
+});
+Object.assign(STRINGS.en, {
+  waiting_badge: '{n} photos wait for approval',
+  waiting_badge_one: '1 photo waits for approval',
+});

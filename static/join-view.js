@@ -5,7 +5,7 @@
 
 import { h, api, remember, remembered } from './util.js';
 import { t, onLangChange } from './i18n.js';
-import { errorText } from './messages.js';
+import { showError } from './messages.js';
 
 const NAME_KEY = 'confetti.name';
 
@@ -73,7 +73,8 @@ export class JoinView {
       remember(NAME_KEY, r.guest.display_name);
       await onJoined();
     } catch (err) {
-      this.say(errorText(err));
+      showError(this.error, err);
+      this.error.hidden = false;
     } finally {
       this.button.disabled = false;
     }

@@ -6,7 +6,7 @@
 
 import { h, api, previewUrl, withPlaceholder, isVideo, STATUS, REVIEW } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
-import { MessageArea, errorText } from './messages.js';
+import { MessageArea } from './messages.js';
 import { hideButton, approveButton, deleteButton, offerUndo } from './moderation.js';
 
 // A swipe: at least this far sideways, and clearly more sideways than up or down.
@@ -285,7 +285,7 @@ export class Lightbox {
       this.gallery.upsert({ ...optimistic, likes: r.likes, liked_by_me: r.liked_by_me });
     } catch (err) {
       this.gallery.upsert(u);
-      this.messages.error(() => errorText(err));
+      this.messages.refusal(err);
     }
   }
 
@@ -320,7 +320,7 @@ export class Lightbox {
       if (u) this.gallery.upsert({ ...u, comments: (u.comments ?? 0) + 1 });
       await this.loadComments(id);
     } catch (err) {
-      this.messages.error(() => errorText(err));
+      this.messages.refusal(err);
     } finally {
       input.disabled = false;
       input.focus();

@@ -4,7 +4,7 @@
 // (role=alert) — and a question asked in place of the button that starts a final action.
 
 import { h, ApiError } from './util.js';
-import { t, onLangChange } from './i18n.js';
+import { t, has, onLangChange } from './i18n.js';
 
 /** How long a passing note stays. Refusals stay until dismissed. */
 const NOTE_MS = 6000;
@@ -13,15 +13,32 @@ const MAX_SHOWN = 3;
 
 /**
  * Why an API call failed, in the page's language: the problem's code when the page has words
- * for it, the server's trouble for a 5xx, else the server's own detail.
+ * for it, the server's trouble for a 5xx, else a refusal named by its status. Never the
+ * server's own sentence (English): that is the second line (`serverDetail`).
  */
 export function errorText(err) {
   const code = err instanceof ApiError ? err.code : 'network';
   const key = `err_${code}`;
   const s = Math.ceil((err?.retryAfter ?? 0) / 1000) || err?.problem?.retry_after_s || '';
-  if (t(key) !== key) return t(key, { s });
+  if (has(key)) return t(key, { s });
   if (err?.status >= 500) return t('err_server', { status: err.status });
-  return err?.message || t('err_network');
+  if (err instanceof ApiError && err.status) return t('err_refused_status', { status: err.status });
+  return t('err_network');
+}
+
+/** The server's own words for a refusal ("The server says: …"), or '' when it gave none. */
+export function serverDetail(err) {
+  const detail = err instanceof ApiError && err.status ? err.problem?.detail : '';
+  return detail ? t('server_says', { detail }) : '';
+}
+
+/**
+ * Puts a refusal into `el`: the page's words, and the server's under them, smaller (in
+ * English, as the server wrote them; marked so a screen reader reads them as English).
+ */
+export function showError(el, err) {
+  const detail = serverDetail(err);
+  el.replaceChildren(errorText(err), ...(detail ? [h('span', { class: 'server-detail', lang: 'en' }, detail)] : []));
 }
 
 /**
@@ -55,6 +72,11 @@ export class MessageArea {
     return this.show(words, 'error');
   }
 
+  /** A refused or failed API call: the page's words for its code, the server's as a second line. */
+  refusal(err) {
+    return this.show(() => errorText(err), 'error', { detail: () => serverDetail(err) });
+  }
+
   /** Takes every message away (the view they were about has closed). */
   clear() {
     for (const m of [...this.shown]) m.close();
@@ -64,9 +86,10 @@ export class MessageArea {
    * Shows `words` (a string, or a function giving the string in the current language, so the
    * message follows a language switch). Returns a function that takes the message away.
    */
-  show(words, kind, { action, ms = NOTE_MS } = {}) {
+  show(words, kind, { action, ms = NOTE_MS, detail = '' } = {}) {
     const text = typeof words === 'function' ? words : () => words;
     const body = h('span', { class: 'message-text' });
+    const second = detail ? h('span', { class: 'server-detail', lang: 'en' }) : null;
     const dismiss = h('button', { type: 'button', class: 'message-dismiss', 'data-action': 'dismiss' }, h('span', { 'aria-hidden': 'true' }, '✕'));
     const act = action ? h('button', { type: 'button', class: 'message-action', 'data-action': action.name }) : null;
     const el = h('div', { class: `message ${kind}`, 'data-kind': kind }, body, act, dismiss);
@@ -75,7 +98,8 @@ export class MessageArea {
       el,
       text,
       render() {
-        body.textContent = text();
+        if (second) second.textContent = typeof detail === 'function' ? detail() : detail;
+        body.replaceChildren(text(), ...(second?.textContent ? [second] : []));
         if (act) act.textContent = action.label();
         dismiss.setAttribute('aria-label', t('dismiss'));
       },

@@ -5,7 +5,7 @@
 
 import { h, api, ApiError, STATUS } from './util.js';
 import { t } from './i18n.js';
-import { confirmInPlace, errorText } from './messages.js';
+import { confirmInPlace } from './messages.js';
 
 /**
  * The organiser's Hide / Show button.
@@ -34,7 +34,7 @@ function changeButton(upload, change, { action, label, cls }, { messages, onChan
     try {
       onChanged(await api('PATCH', `/api/v1/uploads/${upload.id}`, change));
     } catch (err) {
-      messages.error(() => errorText(err));
+      messages.refusal(err);
     } finally {
       button.disabled = false;
     }
@@ -57,7 +57,7 @@ export function deleteButton(upload, { messages, onDeleted }) {
       await api('DELETE', `/api/v1/uploads/${upload.id}`);
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 404)) {
-        messages.error(() => errorText(err));
+        messages.refusal(err);
         button.disabled = false;
         button.focus();
         return;
@@ -88,7 +88,7 @@ export function offerUndo(upload, { messages, onRestored }) {
           onRestored(await api('POST', `/api/v1/uploads/${upload.id}/restore`));
           messages.note(() => t('restored'));
         } catch (err) {
-          messages.error(() => errorText(err));
+          messages.refusal(err);
         }
       },
     },

@@ -1,14 +1,16 @@
-// The organiser's page for one event: log in with the event's password, show the QR code of
+// The organiser's page for one event: log in with the event's password, name the event (asked
+// for first while a fresh server's demo event carries its made-up name), show the QR code of
 // the join link (copy it, print a table card), open or close uploads, set the guests' quota (in
 // photos, as guests read it), shape the guests' page (guest-page-card.js), set the host modes and approve waiting photos (host-modes-card.js), moderate (hide, delete with undo; each tile says who sent it and
 // offers to block them), download the photos as a ZIP (with or without the hidden ones), run the
-// full-screen live slideshow (slideshow.js), and give helpers a login (co-organisers-view.js).
+// full-screen live slideshow (slideshow.js) or make a link that runs it on the venue's screen
+// (screen-link-card.js), and give helpers a login (co-organisers-view.js).
 
 import { h, api, ApiError, formatBytes, STATUS } from './util.js';
 import { t, tIn, lang, onLangChange } from './i18n.js';
 import { Gallery } from './gallery.js';
 import { Slideshow } from './slideshow.js';
-import { errorText } from './messages.js';
+import { showError } from './messages.js';
 import { GuestPageCard } from './guest-page-card.js';
 import { HostModesCard, PendingList } from './host-modes-card.js';
 import { foldable } from './fold.js';
@@ -16,6 +18,8 @@ import { foldable } from './fold.js';
 import { TYPICAL_PHOTO_BYTES } from './quota-view.js';
 import { blockButton, BlockedGuestsCard } from './blocks-view.js';
 import { CoOrganisersCard } from './co-organisers-view.js';
+import { EventNameForm } from './event-name-view.js';
+import { ScreenLinkCard } from './screen-link-card.js';
 
 export async function organiserPage({ slug, event, main, messages }) {
   let current = event;
@@ -39,7 +43,7 @@ export async function organiserPage({ slug, event, main, messages }) {
       current = await api('GET', `/api/v1/events/${encodeURIComponent(slug)}`);
       showDashboard();
     } catch (err) {
-      loginError.textContent = errorText(err);
+      showError(loginError, err);
       loginError.hidden = false;
     } finally {
       loginButton.disabled = false;
@@ -67,7 +71,10 @@ export async function organiserPage({ slug, event, main, messages }) {
     current = changed;
     renderDashboard();
   } });
-  const pendingList = new PendingList({ slug, messages, onApproved: (u) => gallery?.upsert(u) });
+  // Photos waiting for review, counted live in the tab's title and a badge at the top.
+  const waitingBadge = h('button', { type: 'button', class: 'waiting-badge small', 'data-testid': 'waiting-badge', hidden: true });
+  const pendingList = new PendingList({ slug, messages, onApproved: (u) => gallery?.upsert(u), onCount: () => renderTitle() });
+  waitingBadge.addEventListener('click', () => pendingList.el.scrollIntoView({ behavior: 'smooth', block: 'start' }));
   // The table card is for paper only: the print style shows it and nothing else.
   const card = {
     name: h('h2', { class: 'table-card-name' }),
@@ -98,7 +105,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     } catch (err) {
       // Already ended or expired: the page shows the login either way.
       if (!(err instanceof ApiError) || err.status !== 401) {
-        settingsNote.textContent = errorText(err);
+        showError(settingsNote, err);
         labels.logout.disabled = false;
         return;
       }
@@ -112,6 +119,20 @@ export async function organiserPage({ slug, event, main, messages }) {
   });
   openBox.addEventListener('change', () => change({ uploads_open: openBox.checked }));
 
+  // The event's name: a row of the settings, or the first card while the server's made-up name stands.
+  const nameForm = new EventNameForm({ id: 'event_name', save: async (name) => {
+    current = await api('PATCH', `/api/v1/events/${encodeURIComponent(slug)}`, { name });
+    renderTitle();
+    renderDashboard();
+    return current;
+  } });
+  const askName = h('div', { class: 'card ask-name', 'data-testid': 'ask-name', hidden: true });
+  const settingsCard = h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, quotaShown, settingsNote);
+
+  const screenCard = new ScreenLinkCard({ slug, onChanged: (changed) => {
+    current = changed;
+    renderDashboard();
+  } });
   const pageCard = new GuestPageCard({ change, galleryRoot, gallery: () => gallery });
   // ---- people: co-organisers and blocked guests (co-organisers-view.js, blocks-view.js) ----
   const coOrganisers = new CoOrganisersCard({ slug, messages });
@@ -126,12 +147,16 @@ export async function organiserPage({ slug, event, main, messages }) {
   foldable(pageCard.el, 'guest-page');
   foldable(modesCard.el, 'host-modes');
   foldable(coOrganisers.el, 'co-organisers');
+  foldable(screenCard.el, 'screen-link');
   dashboard.append(
     h('p', { class: 'muted who-row' }, labels.who, labels.logout),
+    waitingBadge,
+    askName,
     h('div', { class: 'card share' }, labels.link, qr, joinLink, copyFallback, h('div', { class: 'share-actions' }, copyButton, printButton), shareNote, labels.hint),
-    h('div', { class: 'card settings' }, h('div', { class: 'row switch-row' }, openBox, labels.open), quotaForm, quotaShown, settingsNote),
+    settingsCard,
     pageCard.el,
     modesCard.el,
+    screenCard.el,
     coOrganisers.el,
     blockedGuests.el,
     h('div', { class: 'actions' }, h('div', { class: 'export-group' }, zip, hiddenNote, zipHidden, zipPending), showButton),
@@ -192,7 +217,7 @@ export async function organiserPage({ slug, event, main, messages }) {
       current = await api('PATCH', `/api/v1/events/${encodeURIComponent(slug)}`, patch);
       note.textContent = t('saved');
     } catch (err) {
-      note.textContent = errorText(err);
+      showError(note, err);
     }
     renderDashboard();
   }
@@ -211,10 +236,13 @@ export async function organiserPage({ slug, event, main, messages }) {
     labels.quota.textContent = t('quota_photos_per_guest');
     labels.save.textContent = t('save');
     labels.gallery.textContent = t('gallery');
+    renderName();
+    renderTitle();
     renderCard();
     renderQuotaShown();
     renderExport();
     modesCard.render(current);
+    screenCard.render(current);
     pendingList.setGate(current.review_uploads);
     zipPending.textContent = t('download_with_pending');
     zipPending.hidden = pendingList.count === 0;
@@ -235,6 +263,26 @@ export async function organiserPage({ slug, event, main, messages }) {
       const n = gallery.order.length;
       count.textContent = n === 1 && gallery.exhausted ? t('photos_count_one') : t('photos_count', { n }) + (gallery.exhausted ? '' : '+');
     }
+  }
+
+  function renderName() {
+    const asking = current.name_chosen === false;
+    const spot = asking ? askName : settingsCard;
+    if (nameForm.form.parentElement !== spot) spot.prepend(nameForm.form);
+    askName.hidden = !asking;
+    nameForm.render(current);
+  }
+
+  /** The page's heading and tab title follow a new name; the title and the badge count the photos waiting. */
+  function renderTitle() {
+    const title = document.getElementById('event-name');
+    if (title) title.textContent = current.name || '';
+    const n = pendingList.count;
+    const name = current.name ? `${current.name} · Confetti` : 'Confetti';
+    document.title = n ? `(${n}) ${name}` : name;
+    waitingBadge.hidden = n === 0;
+    waitingBadge.dataset.count = String(n);
+    waitingBadge.textContent = n === 1 ? t('waiting_badge_one') : t('waiting_badge', { n });
   }
 
   function renderCard() {
@@ -287,7 +335,9 @@ export async function organiserPage({ slug, event, main, messages }) {
       coOrganisers.refresh();
       blockedGuests.refresh();
     }
+    renderTitle();
     renderDashboard();
+    if (current.name_chosen === false) nameForm.input.focus();
   }
 
   const slideshow = new Slideshow({ gallery: () => gallery, event: () => current, slug });

@@ -5,7 +5,10 @@
 // has the photo (the by-client-id preflight) and, if so, sends nothing.
 //
 // Item: {client_upload_id, event, blob, name, type, size, caption, state, attempts,
-//        last_error, problem, final, next_at, created_at, fingerprint}
+//        last_error, problem, final, next_at, created_at, fingerprint, batch}
+// `batch`: when the files it was chosen with were chosen. Finished items leave the queue, but
+// their `sent` entries keep the batch, whether it was a video, and its size: the summary counts
+// the whole batch across reloads (`batchDone`).
 // state: queued | uploading | done | failed.
 //   queued: waiting — for a free slot, for the connection, or for the next automatic try after a
 //           temporary failure (no answer, 5xx, 408/429, the same key in flight): nothing to do.
@@ -192,6 +195,7 @@ export class UploadQueue {
         created_at: now + i,
         fingerprint: fp,
         progress: 0,
+        batch: now,
       };
       if (known.has(fp)) {
         // The same file (name, size, time) was sent or queued already: say so, send nothing.
@@ -420,6 +424,10 @@ export class UploadQueue {
       upload_id: upload?.id || null,
       fingerprint: item.fingerprint,
       done_at: Date.now(),
+      batch: item.batch ?? null,
+      video: isVideoType(item.type),
+      size: item.size,
+      already: Boolean(already),
     };
     this.sent.set(item.client_upload_id, entry);
     if (this.db) {
@@ -472,6 +480,16 @@ export class UploadQueue {
     await this.save(item);
   }
 
+  /**
+   * What the server has of the batches the listed items belong to, beyond those items: the
+   * photos and videos sent before a reload (their items left the queue), as `{video, size,
+   * already}`.
+   */
+  batchDone() {
+    const batches = new Set([...this.items.values()].map((i) => i.batch).filter((b) => b != null));
+    return [...this.sent.values()].filter((e) => batches.has(e.batch) && !this.items.has(e.client_upload_id));
+  }
+
   /** Forgets that a deleted upload was sent, so choosing the same file again sends it anew. */
   async forgetUpload(uploadId) {
     const keys = [...this.sent.values()].filter((e) => e.upload_id === uploadId).map((e) => e.client_upload_id);
@@ -515,7 +533,7 @@ function rememberedCapability(name) {
 }
 
 /** Whether a picked file's declared type is a video's. */
-function isVideoType(type) {
+export function isVideoType(type) {
   return typeof type === 'string' && type.startsWith('video/');
 }
 

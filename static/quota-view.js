@@ -20,7 +20,7 @@ export class QuotaView {
   /** @param {HTMLElement} section where the view goes */
   constructor(section) {
     this.me = null;
-    this.hello = h('p', { class: 'hello' });
+    this.hello = h('h2', { class: 'hello' });
     this.photos = h('span', { class: 'quota-photos' });
     this.exact = h('span', { class: 'quota-exact' });
     this.bar = h('progress', { class: 'quota-bar', max: 1, value: 0 });

@@ -4,7 +4,8 @@
 // (first in, first out) and shown before the loop through every ready photo goes on. Pause/play,
 // previous/next by buttons or keyboard (space, arrows); the controls fade while nobody touches
 // anything. Escape, the close button or leaving full screen ends it. A video plays muted to its end
-// (its poster while it loads), then the show goes on.
+// (its poster while it loads), then the show goes on. On a venue screen (`screen`, screen.js) it
+// is the whole page: nothing ends it there, and it has no close button.
 
 import { h, previewUrl, isVideo, STATUS, REVIEW } from './util.js';
 import { t, onLangChange } from './i18n.js';
@@ -20,8 +21,10 @@ export class Slideshow {
    * @param {() => import('./gallery.js').Gallery | null} o.gallery the photos to show, once loaded
    * @param {() => {name?: string}} o.event the event as last read (its name is shown)
    * @param {string} o.slug the event's slug (for its join QR code)
+   * @param {boolean} [o.screen] the venue screen's page: the show is all there is
    */
-  constructor({ gallery, event, slug }) {
+  constructor({ gallery, event, slug, screen = false }) {
+    this.screen = screen;
     this.gallery = gallery;
     this.event = event;
     this.slug = slug;
@@ -49,10 +52,11 @@ export class Slideshow {
     this.prevButton = h('button', { type: 'button', class: 'slide-button', 'data-action': 'slide-prev' }, '‹');
     this.playButton = h('button', { type: 'button', class: 'slide-button slide-play', 'data-action': 'slide-play' });
     this.nextButton = h('button', { type: 'button', class: 'slide-button', 'data-action': 'slide-next' }, '›');
-    this.closeButton = h('button', { type: 'button', class: 'slide-button slide-close', 'data-action': 'slide-close' }, '✕');
+    this.closeButton = h('button', { type: 'button', class: 'slide-button slide-close', 'data-action': 'slide-close', hidden: screen }, '✕');
     this.el = h(
       'div',
-      { class: 'slideshow', hidden: true, 'data-testid': 'slideshow', 'data-state': 'playing', 'data-shown': '' },
+      // A landmark of its own: it stands outside the page's main content, over it.
+      { class: 'slideshow', hidden: true, role: 'region', 'data-testid': 'slideshow', 'data-state': 'playing', 'data-shown': '' },
       this.img,
       this.leaving,
       this.video,
@@ -72,7 +76,7 @@ export class Slideshow {
     for (const type of ['pointermove', 'pointerdown', 'touchstart']) this.el.addEventListener(type, () => this.wake(), { passive: true });
     document.addEventListener('keydown', (e) => this.key(e));
     document.addEventListener('fullscreenchange', () => {
-      if (!document.fullscreenElement && !this.el.hidden) this.stop();
+      if (!document.fullscreenElement && !this.el.hidden && !this.screen) this.stop();
     });
     onLangChange(() => this.renderWords());
     document.body.append(this.el);
@@ -107,10 +111,11 @@ export class Slideshow {
     this.el.dataset.shown = '';
     this.paused = false;
     this.title.textContent = this.event()?.name || '';
-    // Organiser-only, like this page: the cookie goes with the <img>.
+    // For the organiser and the event's screen: the cookie goes with the <img>.
     this.qr.src = `/e/${encodeURIComponent(this.slug)}/qr.svg`;
     this.renderWords();
-    this.el.requestFullscreen?.().catch(() => {});
+    // A screen goes full screen by its own button (a browser wants a tap for it).
+    if (!this.screen) this.el.requestFullscreen?.().catch(() => {});
     this.wake();
     this.next();
   }
@@ -211,6 +216,7 @@ export class Slideshow {
     this.img.hidden = !u || video;
     if (video) this.leaving.hidden = true;
     this.text.textContent = u?.caption || '';
+    this.title.textContent = this.event()?.name || '';
     this.renderBy();
     this.schedule();
   }
@@ -268,7 +274,7 @@ export class Slideshow {
     if (!this.running) return;
     // A focused control answers Space and Enter itself.
     if ((e.key === ' ' || e.key === 'Enter') && e.target instanceof HTMLButtonElement && this.el.contains(e.target)) return;
-    const actions = { Escape: () => this.stop(), ' ': () => this.toggle(), ArrowRight: () => this.next(), ArrowLeft: () => this.previous() };
+    const actions = { Escape: () => !this.screen && this.stop(), ' ': () => this.toggle(), ArrowRight: () => this.next(), ArrowLeft: () => this.previous() };
     const action = actions[e.key];
     if (!action) return;
     e.preventDefault();
@@ -284,6 +290,7 @@ export class Slideshow {
   }
 
   renderWords() {
+    this.el.setAttribute('aria-label', t('slideshow'));
     this.qrLabel.textContent = t('slide_add_photos');
     this.qr.alt = t('slide_add_photos');
     this.prevButton.setAttribute('aria-label', t('previous'));

@@ -8,7 +8,7 @@
 
 import { h, formatBytes, REVIEW } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
-import { PARALLEL } from './queue.js';
+import { PARALLEL, isVideoType } from './queue.js';
 import { when } from './event-page.js';
 
 // Collapsed, the list shows every photo that is being sent or needs the guest, and this many of
@@ -21,6 +21,15 @@ const ACCEPT = 'image/*,.heic,.heif,image/heic,image/heif,video/mp4,video/quickt
 function duration(ms) {
   const s = Math.max(1, Math.round(ms / 1000));
   return s < 60 ? t('dur_s', { n: s }) : t('dur_min', { n: Math.round(s / 60) });
+}
+
+/** "All 9 photos and 1 video sent": the finished batch, photos and videos each by name. */
+function sentLine(done) {
+  const videos = done.filter((i) => i.video).length;
+  const photos = done.length - videos;
+  if (done.length === 1) return t(videos ? 'summary_all_one_video' : 'summary_all_one');
+  const what = [photos && t(photos === 1 ? 'n_photos_one' : 'n_photos', { n: photos }), videos && t(videos === 1 ? 'n_videos_one' : 'n_videos', { n: videos })].filter(Boolean);
+  return t(videos && photos ? 'summary_all_mixed' : 'summary_all_what', { what: what.join(t('and')) });
 }
 
 export class UploadView {
@@ -148,7 +157,11 @@ export class UploadView {
     const items = [...this.queue.items.values()];
     const pending = items.filter((i) => i.state === 'queued' || i.state === 'uploading' || (i.state === 'failed' && !i.final));
     const waiting = this.renderBanner(pending.length);
-    const done = items.filter((i) => i.state === 'done');
+    // Done: those listed, and those of the same batches sent before a reload (no longer listed).
+    const done = [
+      ...items.filter((i) => i.state === 'done').map((i) => ({ video: isVideoType(i.type), size: i.size, already: Boolean(i.already) })),
+      ...this.queue.batchDone(),
+    ];
     const refused = items.filter((i) => i.state === 'failed' && i.final);
     const already = done.filter((i) => i.already).length;
     const total = done.length + pending.length;
@@ -164,14 +177,14 @@ export class UploadView {
       else if (rate) parts.push(left / rate < 60 ? t('summary_left_under_min') : t('summary_left_min', { n: Math.round(left / rate / 60) }));
       this.summary.dataset.etaS = rate && !waiting ? String(Math.round(left / rate)) : '';
     } else if (total) {
-      parts.push(total === 1 ? t('summary_all_one') : t('summary_all', { n: total }));
+      parts.push(sentLine(done));
       this.summary.dataset.etaS = '';
     }
     if (already) parts.push(t('summary_already', { n: already }));
     if (refused.length) parts.push(t('summary_refused', { n: refused.length }));
     this.summaryText.textContent = parts.join(' · ');
-    const bytes = done.reduce((s, i) => s + i.size, 0) + pending.reduce((s, i) => s + i.size * (i.state === 'uploading' ? i.progress || 0 : 0), 0);
-    const all = done.reduce((s, i) => s + i.size, 0) + pending.reduce((s, i) => s + i.size, 0);
+    const bytes = done.reduce((s, i) => s + (i.size || 0), 0) + pending.reduce((s, i) => s + i.size * (i.state === 'uploading' ? i.progress || 0 : 0), 0);
+    const all = done.reduce((s, i) => s + (i.size || 0), 0) + pending.reduce((s, i) => s + i.size, 0);
     this.summaryBar.value = all > 0 ? bytes / all : 0;
     this.summaryBar.hidden = !pending.length;
 

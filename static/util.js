@@ -193,10 +193,10 @@ export function withPlaceholder(img, u, fit = 'cover') {
   return img;
 }
 
-/** The page: `/admin`, or the slug in `/e/{slug}` or `/e/{slug}/organiser`; else home. */
+/** The page: `/admin`, or the slug in `/e/{slug}`, `/e/{slug}/organiser` or `/e/{slug}/screen`; else home. */
 export function routeOf(location) {
   if (/^\/admin\/?$/.test(location.pathname)) return { page: 'admin' };
-  const m = /^\/e\/([^/]+)(\/organiser)?\/?$/.exec(location.pathname);
+  const m = /^\/e\/([^/]+)(?:\/(organiser|screen))?\/?$/.exec(location.pathname);
   if (!m) return { page: 'home' };
-  return { page: m[2] ? 'organiser' : 'guest', slug: decodeURIComponent(m[1]) };
+  return { page: m[2] || 'guest', slug: decodeURIComponent(m[1]) };
 }

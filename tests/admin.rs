@@ -18,6 +18,7 @@ both_backends!(
     a_new_organiser_password_ends_every_session_and_only_it_logs_in,
     the_admin_opens_and_closes_uploads_of_any_event,
     the_admin_gets_the_join_qr_code_of_any_event_and_nobody_else_does,
+    the_demo_event_asks_for_a_name_until_one_is_set_and_keeps_its_slug,
 );
 every_store!(deleting_an_event_removes_it_for_everyone_and_every_photo_of_it_from_the_store);
 
@@ -185,6 +186,36 @@ async fn the_admin_opens_and_closes_uploads_of_any_event(backend: Backend) {
 
     let unknown = patch_event(&app, "no-such-event", json!({"uploads_open": false})).await;
     assert_problem(unknown, StatusCode::NOT_FOUND, "event_not_found").await;
+}
+
+async fn the_demo_event_asks_for_a_name_until_one_is_set_and_keeps_its_slug(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    confetti::bootstrap::ensure_demo_event(&app.db, &app.state.blocking, &app.state.settings)
+        .await
+        .expect("demo event");
+    let demo = list(&app).await["items"][0].clone();
+    assert_eq!(demo["name"], "Demo event");
+    assert_eq!(demo["name_chosen"], false, "the server made the name up: {demo}");
+    let slug = demo["slug"].as_str().expect("slug").to_owned();
+
+    // Other changes leave it asking; an empty name is refused and changes nothing.
+    let opened = patch_event(&app, &slug, json!({"uploads_open": true})).await;
+    assert_eq!(opened.json::<Value>().await.expect("json")["name_chosen"], false);
+    assert_problem(patch_event(&app, &slug, json!({"name": "   "})).await, StatusCode::BAD_REQUEST, "invalid_request")
+        .await;
+    assert_eq!(list(&app).await["items"][0]["name_chosen"], false);
+
+    let named = patch_event(&app, &slug, json!({"name": "Sommerfest am See"})).await;
+    assert_eq!(named.status(), StatusCode::OK);
+    let named: Value = named.json().await.expect("json");
+    assert_eq!((named["name"].as_str(), named["name_chosen"].as_bool()), (Some("Sommerfest am See"), Some(true)));
+    assert_eq!(named["slug"], slug.as_str(), "links already shared keep working");
+    let public = app.client.get(app.url(&format!("/api/v1/events/{slug}"))).send().await.expect("show");
+    assert_eq!(public.json::<Value>().await.expect("json")["name"], "Sommerfest am See");
+
+    // An event created with a name never asks.
+    let event = app.create_event().await;
+    assert_eq!(listed(&list(&app).await, &event).expect("listed")["name_chosen"], true);
 }
 
 async fn the_admin_gets_the_join_qr_code_of_any_event_and_nobody_else_does(backend: Backend) {

@@ -66,6 +66,7 @@ impl Fixture {
                 password: OrganiserPassword::parse("correct horse").expect("password"),
                 guest_quota_bytes: 1 << 30,
                 storage_cap_bytes: 1 << 40,
+                name_chosen: true,
             },
         )
         .await

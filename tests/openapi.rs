@@ -91,6 +91,8 @@ const KEYED_WRITES: &[(&str, &str, &str)] = &[
     ("post", "/api/v1/events/{slug}/guests/{id}/block", "200"),
     ("delete", "/api/v1/events/{slug}/guests/{id}/block", "200"),
     ("post", "/api/v1/uploads/{id}/restore", "200"),
+    ("post", "/api/v1/events/{slug}/screen-link", "201"),
+    ("delete", "/api/v1/events/{slug}/screen-link", "204"),
 ];
 
 /// Writes that ignore `Idempotency-Key`: joining and organiser login have no principal to
@@ -99,6 +101,8 @@ const KEYED_WRITES: &[(&str, &str, &str)] = &[
 const UNKEYED_WRITES: &[(&str, &str)] = &[
     ("post", "/api/v1/events/{slug}/guests"),
     ("post", "/api/v1/events/{slug}/organiser-sessions"),
+    // Opening a screen has no principal either, as joining.
+    ("post", "/api/v1/events/{slug}/screens"),
     ("delete", "/api/v1/events/{slug}/organiser-sessions/current"),
     ("put", "/api/v1/uploads/{id}/like"),
     // Resumable uploads are keyed by `client_upload_id` and their offsets.
@@ -241,7 +245,7 @@ fn every_operation_says_who_may_call_it_and_what_it_answers(served: &Served) {
     }
     let cookies: BTreeSet<&str> =
         schemes.values().filter(|s| s["in"] == "cookie").filter_map(|s| s["name"].as_str()).collect();
-    assert_eq!(cookies, BTreeSet::from(["confetti_guest", "confetti_organiser"]));
+    assert_eq!(cookies, BTreeSet::from(["confetti_guest", "confetti_organiser", "confetti_screen"]));
 }
 
 fn every_error_response_is_a_problem_with_its_codes(served: &Served) {
@@ -870,7 +874,18 @@ async fn the_keyed_writes_are_exactly_those_that_take_a_key(backend: Backend) {
         .expect("create");
     let resumable: Value = response.json().await.expect("resource json");
     let resumable_id = resumable["id"].as_str().expect("id").to_owned();
+    let link: Value = app
+        .client
+        .post(app.url(&format!("/api/v1/events/{}/screen-link", event.slug)))
+        .bearer_auth(&organiser)
+        .send()
+        .await
+        .expect("screen link")
+        .json()
+        .await
+        .expect("link json");
     let writer = Writer {
+        screen_token: link["token"].as_str().expect("token").to_owned(),
         app: &app,
         event: &event,
         organiser: &organiser,
@@ -908,6 +923,8 @@ struct Writer<'a> {
     resumable_id: &'a str,
     /// `Upload-Metadata` with a key not used yet.
     new_key: String,
+    /// The event's screen link's token.
+    screen_token: String,
 }
 
 impl Writer<'_> {
@@ -935,6 +952,8 @@ impl Writer<'_> {
             ("post", "/api/v1/events/{slug}/organiser-sessions") => {
                 builder.json(&json!({"password": self.event.password}))
             }
+            ("post", "/api/v1/events/{slug}/screens") => builder.json(&json!({"token": self.screen_token})),
+            ("post" | "delete", "/api/v1/events/{slug}/screen-link") => builder.bearer_auth(self.organiser),
             // Its own session: the organiser's token stays valid for the writes above.
             ("delete", "/api/v1/events/{slug}/organiser-sessions/current") => builder.bearer_auth(self.organiser),
             ("post", "/api/v1/events/{slug}/uploads") => builder

@@ -30,6 +30,11 @@ pub struct EventRow {
     #[sqlx(try_from = "String")]
     pub gallery: Gallery,
     pub gallery_opens_at: Option<DateTime<Utc>>,
+    /// False while the event carries the name the server gave it (the demo event of a fresh
+    /// install): its organiser's page asks for a name. True once a person named it.
+    pub name_chosen: bool,
+    /// When the event's current screen link was made; `None` while it has none.
+    pub screen_link_at: Option<DateTime<Utc>>,
 }
 
 /// The columns of `EventRow`, as a literal so queries can be built with `concat!`.
@@ -37,7 +42,7 @@ macro_rules! event_select {
     () => {
         "SELECT e.id, e.slug, e.name, e.join_token, e.organiser_password_hash, e.guest_quota_bytes, e.uploads_open, e.created_at, e.storage_cap_bytes, e.used_bytes, \
          e.welcome_text, (SELECT u.id FROM uploads u WHERE u.id = e.cover_upload_id AND u.event_id = e.id AND u.status = 'ready' AND NOT u.hidden AND u.review = 'approved' AND u.deleted_at IS NULL) AS cover_upload_id, \
-         e.guest_downloads, e.uploads_open_from, e.uploads_open_until, e.review_uploads, e.gallery, e.gallery_opens_at FROM events e "
+         e.guest_downloads, e.uploads_open_from, e.uploads_open_until, e.review_uploads, e.gallery, e.gallery_opens_at, e.name_chosen, e.screen_link_at FROM events e "
     };
 }
 pub(crate) use event_select;
@@ -141,8 +146,8 @@ impl Tx {
     pub async fn insert_event(&mut self, e: &EventRow) -> sqlx::Result<bool> {
         let inserted = on_tx!(self, tx => sqlx::query(
             "INSERT INTO events (id, slug, name, join_token, organiser_password_hash, guest_quota_bytes, uploads_open, created_at,
-                                 storage_cap_bytes, used_bytes)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                                 storage_cap_bytes, used_bytes, name_chosen)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
              ON CONFLICT (slug) DO NOTHING",
         )
         .bind(e.id)
@@ -155,6 +160,7 @@ impl Tx {
         .bind(e.created_at)
         .bind(e.storage_cap_bytes)
         .bind(e.used_bytes)
+        .bind(e.name_chosen)
         .execute(&mut **tx)
         .await
         .map(|r| r.rows_affected()))?;
@@ -163,7 +169,7 @@ impl Tx {
 
     pub async fn update_event(&mut self, id: Uuid, change: &EventChange) -> sqlx::Result<Option<EventRow>> {
         let updated = on_tx!(self, tx => sqlx::query(
-            "UPDATE events SET name = COALESCE($2, name), uploads_open = COALESCE($3, uploads_open),
+            "UPDATE events SET name = COALESCE($2, name), name_chosen = name_chosen OR $2 IS NOT NULL, uploads_open = COALESCE($3, uploads_open),
                                guest_quota_bytes = COALESCE($4, guest_quota_bytes),
                                storage_cap_bytes = COALESCE($5, storage_cap_bytes)
              WHERE id = $1 AND deleted_at IS NULL",

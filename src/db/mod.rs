@@ -22,6 +22,7 @@ pub mod likes;
 pub mod live;
 pub mod organiser_logins;
 pub mod resumable;
+pub mod screens;
 pub mod throttle;
 pub mod undo;
 pub mod uploads;

@@ -11,7 +11,7 @@
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 
-use crate::auth::{self, GUEST_COOKIE, GUEST_PREFIX, ORGANISER_COOKIE, ORGANISER_PREFIX};
+use crate::auth::{self, GUEST_COOKIE, GUEST_PREFIX, ORGANISER_COOKIE, ORGANISER_PREFIX, SCREEN_COOKIE, SCREEN_PREFIX};
 use crate::db::events::EventRow;
 use crate::db::guests::GuestRow;
 use crate::error::ApiError;
@@ -20,12 +20,20 @@ use crate::http::AppState;
 /// What a request's credentials turned out to name.
 #[derive(Clone, Debug)]
 pub enum Credentials {
-    /// An `Authorization: Bearer` token: the admin's, or a guest's or an organiser's (by its
-    /// prefix), or nobody's.
-    Bearer { admin: bool, guest: Option<GuestRow>, organiser: Option<EventRow> },
+    /// An `Authorization: Bearer` token: the admin's, or a guest's, an organiser's or a
+    /// screen's (by its prefix), or nobody's.
+    Bearer { admin: bool, guest: Option<GuestRow>, organiser: Option<EventRow>, screen: Option<Screen> },
     /// No bearer token: whatever the cookies name. `cross_origin` when the request is a
     /// write whose `Origin` is not this server's (refused once a cookie is found valid).
-    Cookies { guest: Option<GuestRow>, organiser: Option<EventRow>, cross_origin: bool },
+    Cookies { guest: Option<GuestRow>, organiser: Option<EventRow>, screen: Option<Screen>, cross_origin: bool },
+}
+
+/// A venue screen (`http::screens`): the event whose current screen link it opened, and that
+/// link's digest (a live stream checks it is still the current one).
+#[derive(Clone, Debug)]
+pub struct Screen {
+    pub event_id: uuid::Uuid,
+    pub token_hash: Vec<u8>,
 }
 
 impl Credentials {
@@ -39,12 +47,13 @@ impl Credentials {
         let mut lookups = 0u32;
         let credentials = match bearer(&parts.headers) {
             Some(token) if auth::constant_time_eq(token.as_bytes(), state.admin_token.as_bytes()) => {
-                Credentials::Bearer { admin: true, guest: None, organiser: None }
+                Credentials::Bearer { admin: true, guest: None, organiser: None, screen: None }
             }
             Some(token) => Credentials::Bearer {
                 admin: false,
                 guest: guest_by_token(state, token, &mut lookups).await?,
                 organiser: organiser_by_token(state, token, &mut lookups).await?,
+                screen: screen_by_token(state, token, &mut lookups).await?,
             },
             None => {
                 let guest = match cookie(&parts.headers, GUEST_COOKIE) {
@@ -55,7 +64,11 @@ impl Credentials {
                     Some(token) => organiser_by_token(state, token, &mut lookups).await?,
                     None => None,
                 };
-                Credentials::Cookies { guest, organiser, cross_origin: is_cross_origin(parts, state) }
+                let screen = match cookie(&parts.headers, SCREEN_COOKIE) {
+                    Some(token) => screen_by_token(state, token, &mut lookups).await?,
+                    None => None,
+                };
+                Credentials::Cookies { guest, organiser, screen, cross_origin: is_cross_origin(parts, state) }
             }
         };
         // Operators (and the tests of this rule) see that a request asked the database once.
@@ -114,6 +127,15 @@ async fn organiser_by_token(state: &AppState, token: &str, lookups: &mut u32) ->
     Ok(state.db.organiser_event(&auth::token_digest(token)).await?)
 }
 
+async fn screen_by_token(state: &AppState, token: &str, lookups: &mut u32) -> Result<Option<Screen>, ApiError> {
+    if !token.starts_with(SCREEN_PREFIX) {
+        return Ok(None);
+    }
+    *lookups += 1;
+    let token_hash = auth::token_digest(token);
+    Ok(state.db.screen_event(&token_hash).await?.map(|event| Screen { event_id: event.id, token_hash }))
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -133,6 +155,7 @@ mod tests {
             password: OrganiserPassword::parse("correct horse")?,
             guest_quota_bytes: 1 << 20,
             storage_cap_bytes: 1 << 30,
+            name_chosen: true,
         };
         let prepared = crate::events::prepare(&state.blocking, new).await?;
         let mut tx = state.db.begin().await?;
@@ -156,7 +179,7 @@ mod tests {
         let (mut other, ()) =
             axum::http::Request::get("/").header(header::AUTHORIZATION, "Bearer g_nobody").body(())?.into_parts();
         let third = Credentials::of(&mut other, &state).await?;
-        assert!(matches!(third, Credentials::Bearer { guest: None, organiser: None, admin: false }), "{third:?}");
+        assert!(matches!(third, Credentials::Bearer { guest: None, organiser: None, admin: false, .. }), "{third:?}");
         Ok(())
     }
 }

@@ -71,6 +71,7 @@ async fn create(
         password: OrganiserPassword::parse(&body.organiser_password)?,
         guest_quota_bytes: body.guest_quota_bytes.unwrap_or(state.settings.guest_quota_bytes),
         storage_cap_bytes: body.storage_cap_bytes.unwrap_or(state.settings.event_storage_cap_bytes),
+        name_chosen: true,
     };
     let prepared = events::prepare(&state.blocking, new).await?;
     let mut tx = write.begin(&state.db).await?;

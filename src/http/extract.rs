@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, header};
 use bytes::BytesMut;
 use futures_util::StreamExt;
 
-use super::credentials::{Credentials, bearer, cookie};
+use super::credentials::{Credentials, Screen, bearer, cookie};
 use crate::auth::{ORGANISER_COOKIE, ORGANISER_PREFIX};
 use crate::db::events::EventRow;
 use crate::db::guests::GuestRow;
@@ -50,15 +50,23 @@ impl Manager {
 }
 
 /// Whoever may read an event's photos: one of its guests or its organiser (or both, when a
-/// browser holds both cookies).
+/// browser holds both cookies), or its venue screen, which sees what every guest sees and
+/// has no photos of its own.
 pub struct Viewer {
     pub guest: Option<GuestRow>,
     pub organiser: Option<EventRow>,
+    pub screen: Option<Screen>,
 }
 
 impl Viewer {
     pub fn can_see_event(&self, event_id: uuid::Uuid) -> bool {
-        self.is_organiser_of(event_id) || self.guest.as_ref().is_some_and(|g| g.event_id == event_id)
+        self.is_organiser_of(event_id)
+            || self.guest.as_ref().is_some_and(|g| g.event_id == event_id)
+            || self.is_screen_of(event_id)
+    }
+
+    pub fn is_screen_of(&self, event_id: uuid::Uuid) -> bool {
+        self.screen.as_ref().is_some_and(|s| s.event_id == event_id)
     }
 
     pub fn is_organiser_of(&self, event_id: uuid::Uuid) -> bool {
@@ -69,19 +77,19 @@ impl Viewer {
         self.guest.as_ref().map(|g| g.id)
     }
 
-    /// 401 unless at least one valid guest or organiser credential is present; 403
+    /// 401 unless at least one valid guest, organiser or screen credential is present; 403
     /// `cross_origin` when it is a cookie on another site's write.
     fn of(credentials: Credentials) -> Result<Self, ApiError> {
         let viewer = match credentials {
-            Credentials::Bearer { guest, organiser, .. } => Viewer { guest, organiser },
-            Credentials::Cookies { guest, organiser, cross_origin } => {
-                if (guest.is_some() || organiser.is_some()) && cross_origin {
+            Credentials::Bearer { guest, organiser, screen, .. } => Viewer { guest, organiser, screen },
+            Credentials::Cookies { guest, organiser, screen, cross_origin } => {
+                if (guest.is_some() || organiser.is_some() || screen.is_some()) && cross_origin {
                     return Err(ApiError::CrossOrigin);
                 }
-                Viewer { guest, organiser }
+                Viewer { guest, organiser, screen }
             }
         };
-        if viewer.guest.is_none() && viewer.organiser.is_none() {
+        if viewer.guest.is_none() && viewer.organiser.is_none() && viewer.screen.is_none() {
             return Err(ApiError::Unauthenticated);
         }
         Ok(viewer)
@@ -161,7 +169,8 @@ pub async fn principal(parts: &mut Parts, state: &AppState) -> Option<String> {
     let viewer = Viewer::of(credentials).ok()?;
     let guest = viewer.guest.map(|g| format!("guest:{}", g.id));
     let organiser = viewer.organiser.map(|e| format!("organiser:{}", e.id));
-    Some([guest, organiser].into_iter().flatten().collect::<Vec<_>>().join("+"))
+    let screen = viewer.screen.map(|s| format!("screen:{}", s.event_id));
+    Some([guest, organiser, screen].into_iter().flatten().collect::<Vec<_>>().join("+"))
 }
 
 /// The organiser token a request authenticates with, chosen as `Organiser` chooses: a bearer

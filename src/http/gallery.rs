@@ -104,7 +104,7 @@ struct UploadPage {
     path = "/api/v1/events/{slug}/uploads",
     operation_id = "listUploads",
     tag = "uploads",
-    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = []), ("screenCookie" = [])),
     params(SlugParam, ListParams),
     responses(
         (status = 200, description = "One page.", body = UploadPage),

@@ -48,7 +48,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     path = "/api/v1/events/{slug}/live",
     operation_id = "liveEvents",
     tag = "live",
-    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = []), ("screenCookie" = [])),
     params(SlugParam),
     responses(
         (status = 200, description = "The stream; open until the client leaves or the server stops.", content_type = "text/event-stream", body = inline(schemas::EventStream), headers(("Cache-Control" = String, description = "`no-cache`."))),
@@ -83,6 +83,15 @@ struct Listener {
 }
 
 impl Listener {
+    /// Whether a screen's link still opens the event (always true for guests and organisers).
+    async fn screen_still_open(&self) -> bool {
+        let Some(screen) = &self.viewer.screen else { return true };
+        if self.viewer.guest.is_some() || self.viewer.organiser.is_some() {
+            return true;
+        }
+        matches!(self.state.db.screen_event(&screen.token_hash).await, Ok(Some(e)) if e.id == screen.event_id)
+    }
+
     /// The next news for this listener; `None` ends the stream.
     async fn next(&mut self) -> Option<Event> {
         loop {
@@ -105,6 +114,8 @@ impl Listener {
                 LiveKind::Removed => {
                     return Some(Event::default().event("removed").data(json!({ "id": news.upload_id }).to_string()));
                 }
+                // A screen whose link was revoked or replaced since the stream began sees no more.
+                LiveKind::Upload if !self.screen_still_open().await => return None,
                 // Read now, as this listener may see it: it may be hidden or gone again already.
                 LiveKind::Upload => match visible_upload(&self.state, &self.viewer, news.upload_id).await {
                     Ok(row) if !row.hidden => match Event::default().event("upload").json_data(UploadJson::new(&row)) {

@@ -95,7 +95,7 @@ fn none_match_lists(field: &[u8], current: &[u8]) -> bool {
     path = "/api/v1/uploads/{id}/thumb",
     operation_id = "getThumb",
     tag = "media",
-    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = []), ("screenCookie" = [])),
     params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too.")),
     responses(
         (status = 200, description = "The thumb: AVIF, WebP or JPEG by `Accept`.", content((inline(schemas::Avif) = "image/avif"), (inline(schemas::Webp) = "image/webp"), (inline(schemas::Jpeg) = "image/jpeg")), headers(("Vary" = inline(schemas::VaryAccept), description = "`Accept`: AVIF, WebP or JPEG by the request's `Accept`."), ("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-thumb\"` for the JPEG, `\"{upload id}-thumb-avif\"` for the AVIF, `\"{upload id}-thumb-webp\"` for the WebP: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
@@ -121,7 +121,7 @@ async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers
     path = "/api/v1/uploads/{id}/preview",
     operation_id = "getPreview",
     tag = "media",
-    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = []), ("screenCookie" = [])),
     params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too.")),
     responses(
         (status = 200, description = "The preview.", content_type = "image/jpeg", body = inline(schemas::Jpeg), headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
@@ -255,7 +255,7 @@ fn representation_response(
     path = "/api/v1/uploads/{id}/original",
     operation_id = "getOriginal",
     tag = "media",
-    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = []), ("screenCookie" = [])),
     params(UploadIdParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too."), ("Range" = Option<String>, Header, nullable = false, description = "`bytes=first-last`, `bytes=first-` or `bytes=-suffix`: 206. Starting at or beyond the end: 416.", example = "bytes=0-1023")),
     responses(
         (status = 200, description = "The whole original, as its `content_type`.", content((inline(schemas::Original) = "image/*"), (inline(schemas::Original) = "video/*")), headers(("ETag" = inline(schemas::Sha256ETag), description = "The original's SHA-256, quoted: `\"<sha256 hex>\"`. Content never changes under a URL."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Accept-Ranges" = inline(schemas::Bytes), description = "`bytes`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
@@ -272,9 +272,15 @@ async fn original(
 ) -> ApiResult<Response> {
     let id = Uuid::try_parse(&id).map_err(|_| ApiError::NotFound)?;
     let row = visible_upload(&state, &viewer, id).await?;
-    // With guest downloads off, a guest still gets their own originals; the organiser all.
+    // With guest downloads off, a guest still gets their own originals; the organiser all. A
+    // screen plays videos from their originals: it may, unless downloads are off.
     let others = !viewer.is_organiser_of(row.event_id) && viewer.guest_id() != Some(row.guest_id);
-    if others && viewer.guest.as_ref().is_some_and(|g| !g.guest_downloads) {
+    let downloads_off = match (&viewer.guest, &viewer.screen) {
+        (Some(g), _) => !g.guest_downloads,
+        (None, Some(_)) => state.db.event_by_id(row.event_id).await?.is_none_or(|e| !e.page.guest_downloads),
+        (None, None) => false,
+    };
+    if others && downloads_off {
         return Err(ApiError::DownloadsDisabled);
     }
     let etag = format!("\"{}\"", row.sha256);

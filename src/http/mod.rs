@@ -28,6 +28,7 @@ pub mod reactions;
 pub mod restore;
 pub mod resumable;
 mod resumable_doc;
+pub mod screens;
 pub mod security_headers;
 mod state;
 pub mod system;
@@ -62,6 +63,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(co_organisers::routes(&keyed))
         .merge(blocks::routes(&keyed))
         .merge(restore::routes(&keyed))
+        .merge(screens::routes(&keyed))
         .split_for_parts();
     api.layer(Extension(openapi::Document(openapi::document(reference)))).merge(pages::routes())
 }

@@ -82,6 +82,13 @@ impl utoipa::Modify for Shared {
                 "organiserCookie",
                 cookie(crate::auth::ORGANISER_COOKIE, &format!("The organiser's token as set by login. {cookie_rule}")),
             ),
+            (
+                "screenCookie",
+                cookie(
+                    crate::auth::SCREEN_COOKIE,
+                    &format!("A venue screen's token (prefix `s_`) as set by opening its screen link: reads what the event's guests see, writes nothing. {cookie_rule}"),
+                ),
+            ),
         ]);
         components.responses.extend([
             (
@@ -302,6 +309,10 @@ pub mod schemas {
     custom_schema!(
         /// The organiser's session cookie.
         OrganiserCookie => string(|s| s.pattern(Some("^confetti_organiser=")))
+    );
+    custom_schema!(
+        /// The venue screen's cookie.
+        ScreenCookie => string(|s| s.pattern(Some("^confetti_screen=")))
     );
     custom_schema!(
         /// `100-continue`.

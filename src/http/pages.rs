@@ -1,84 +1,121 @@
 //! The web page and the API reference, embedded in the binary: `/` and every event link
 //! serve the same page (its ES modules decide what to show); `/static/…` its files;
-//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser and the admin;
+//! `/e/{slug}/qr.svg` the QR code of an event's join link, for its organiser, the admin and its
+//! venue screen (which shows it);
 //! `/admin` the admin's page. Not part of the API, so not in its reference (`http::openapi`).
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use qrcode::QrCode;
 use qrcode::render::svg;
 
-use super::extract::Manager;
+use super::extract::{Manager, Viewer};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 
-const INDEX_HTML: &str = include_str!("../../static/index.html");
+/// A file of the page as `build.rs` left it: its bytes raw and compressed.
+pub struct StaticFile {
+    pub name: &'static str,
+    pub content_type: &'static str,
+    pub raw: &'static [u8],
+    pub gzip: &'static [u8],
+    pub brotli: &'static [u8],
+}
 
-const JS: &str = "text/javascript; charset=utf-8";
+// `VERSION`, `FILES` (every file of `static/`) and `INDEX` (the page), made by `build.rs`.
+include!(concat!(env!("OUT_DIR"), "/static_files.rs"));
 
-/// The page's files: name, content type, bytes. No build step: what is in `static/` is served.
-const STATIC_FILES: &[(&str, &str, &str)] = &[
-    ("style.css", "text/css; charset=utf-8", include_str!("../../static/style.css")),
-    ("favicon.svg", "image/svg+xml", include_str!("../../static/favicon.svg")),
-    ("app.js", JS, include_str!("../../static/app.js")),
-    ("util.js", JS, include_str!("../../static/util.js")),
-    ("i18n.js", JS, include_str!("../../static/i18n.js")),
-    ("queue.js", JS, include_str!("../../static/queue.js")),
-    ("gallery.js", JS, include_str!("../../static/gallery.js")),
-    ("guest.js", JS, include_str!("../../static/guest.js")),
-    ("organiser.js", JS, include_str!("../../static/organiser.js")),
-    ("retry.js", JS, include_str!("../../static/retry.js")),
-    ("messages.js", JS, include_str!("../../static/messages.js")),
-    ("upload-view.js", JS, include_str!("../../static/upload-view.js")),
-    ("quota-view.js", JS, include_str!("../../static/quota-view.js")),
-    ("join-view.js", JS, include_str!("../../static/join-view.js")),
-    ("gallery-view.js", JS, include_str!("../../static/gallery-view.js")),
-    ("lightbox.js", JS, include_str!("../../static/lightbox.js")),
-    ("moderation.js", JS, include_str!("../../static/moderation.js")),
-    ("slideshow.js", JS, include_str!("../../static/slideshow.js")),
-    ("admin.js", JS, include_str!("../../static/admin.js")),
-    ("admin-event-view.js", JS, include_str!("../../static/admin-event-view.js")),
-    ("event-page.js", JS, include_str!("../../static/event-page.js")),
-    ("guest-page-card.js", JS, include_str!("../../static/guest-page-card.js")),
-    ("co-organisers-view.js", JS, include_str!("../../static/co-organisers-view.js")),
-    ("blocks-view.js", JS, include_str!("../../static/blocks-view.js")),
-    ("host-modes-view.js", JS, include_str!("../../static/host-modes-view.js")),
-    ("host-modes-card.js", JS, include_str!("../../static/host-modes-card.js")),
-    ("fold.js", JS, include_str!("../../static/fold.js")),
-    ("thumbhash.js", JS, include_str!("../../static/thumbhash.js")),
-];
+/// A year: the longest `max-age` caches honour, for names that change with their content.
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(index))
         .route("/e/{slug}", get(index))
         .route("/e/{slug}/organiser", get(index))
+        .route("/e/{slug}/screen", get(index))
         .route("/e/{slug}/qr.svg", get(join_qr_code))
         .route("/admin", get(index))
         .route("/static/{file}", get(static_file))
+        .route("/static/{version}/{file}", get(versioned_file))
 }
 
-async fn index() -> impl IntoResponse {
-    ([(header::CACHE_CONTROL, "no-cache")], Html(INDEX_HTML))
+/// The page: revalidated on every load (a phone keeps an old page for days otherwise), a 304
+/// while the binary is the same. It names the files under this build's version.
+async fn index(headers: HeaderMap) -> Response {
+    serve(&INDEX, &headers, "no-cache")
 }
 
-/// Revalidated on every load (a phone keeps an old page for days otherwise); the ETag makes
-/// that a 304 while the binary is the same.
-async fn static_file(Path(file): Path<String>, headers: axum::http::HeaderMap) -> ApiResult<Response> {
-    let (_, content_type, body) = STATIC_FILES.iter().find(|(name, _, _)| *name == file).ok_or(ApiError::NotFound)?;
-    let etag = format!("\"{}-{:x}\"", env!("CARGO_PKG_VERSION"), fnv1a(body.as_bytes()));
-    let cache = [(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"))];
+/// A file by its plain name (pages from before versioned names, tools): revalidated every time.
+async fn static_file(Path(file): Path<String>, headers: HeaderMap) -> ApiResult<Response> {
+    let found = FILES.iter().find(|f| f.name == file).ok_or(ApiError::NotFound)?;
+    Ok(serve(found, &headers, "no-cache"))
+}
+
+/// A file under this build's version: the same name always has the same bytes, so a browser
+/// keeps it for good and never asks again. Another version (a page open since before an
+/// upgrade) gets today's file, revalidated as a plain name is.
+async fn versioned_file(Path((version, file)): Path<(String, String)>, headers: HeaderMap) -> ApiResult<Response> {
+    let found = FILES.iter().find(|f| f.name == file).ok_or(ApiError::NotFound)?;
+    Ok(serve(found, &headers, if version == VERSION { IMMUTABLE } else { "no-cache" }))
+}
+
+/// The file in the smallest form the client takes (`Accept-Encoding`: brotli, then gzip, else
+/// as it is), with an ETag per form.
+fn serve(file: &StaticFile, headers: &HeaderMap, cache: &'static str) -> Response {
+    let (body, encoding) = match accepted(headers) {
+        Encoding::Brotli if file.brotli.len() < file.raw.len() => (file.brotli, Some("br")),
+        Encoding::Brotli | Encoding::Gzip if file.gzip.len() < file.raw.len() => (file.gzip, Some("gzip")),
+        _ => (file.raw, None),
+    };
+    let etag =
+        format!("\"{}-{:x}{}\"", VERSION, fnv1a(file.raw), encoding.map(|e| format!("-{e}")).unwrap_or_default());
+    let common = [
+        (header::CACHE_CONTROL, HeaderValue::from_static(cache)),
+        (header::VARY, HeaderValue::from_static("accept-encoding")),
+    ];
     if headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(',').any(|c| c.trim() == etag))
     {
-        return Ok((axum::http::StatusCode::NOT_MODIFIED, cache, [(header::ETAG, etag)]).into_response());
+        return (StatusCode::NOT_MODIFIED, common, [(header::ETAG, etag)]).into_response();
     }
-    Ok((cache, [(header::CONTENT_TYPE, *content_type), (header::ETAG, etag.as_str())], *body).into_response())
+    let mut response =
+        (common, [(header::CONTENT_TYPE, file.content_type), (header::ETAG, etag.as_str())], body).into_response();
+    if let Some(encoding) = encoding {
+        response.headers_mut().insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding));
+    }
+    response
+}
+
+#[derive(Debug, PartialEq)]
+enum Encoding {
+    Brotli,
+    Gzip,
+    Identity,
+}
+
+/// What `Accept-Encoding` allows, best first: `br`, then `gzip` (each unless given `q=0`).
+fn accepted(headers: &HeaderMap) -> Encoding {
+    let mut gzip = false;
+    for value in headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()) {
+        for item in value.split(',') {
+            let mut parts = item.split(';');
+            let name = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+            let refused =
+                parts.any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()) == Some(0.0));
+            match name.as_str() {
+                "br" if !refused => return Encoding::Brotli,
+                "gzip" if !refused => gzip = true,
+                _ => {}
+            }
+        }
+    }
+    if gzip { Encoding::Gzip } else { Encoding::Identity }
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -86,14 +123,27 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The join link as a QR code, to print or show on a screen. Only for the event's organiser
-/// (cookie or bearer) and the admin (bearer only: the admin's page fetches it with its token):
-/// the link carries the join token, which the event's public view keeps back.
+/// (cookie or bearer), the admin (bearer only: the admin's page fetches it with its token) and
+/// the event's venue screen (its slideshow invites guests with it): the link carries the join
+/// token, which the event's public view keeps back.
 async fn join_qr_code(
     State(state): State<AppState>,
-    manager: Manager,
+    manager: Result<Manager, ApiError>,
+    viewer: Result<Viewer, ApiError>,
     Path(slug): Path<String>,
 ) -> ApiResult<Response> {
-    let event = manager.event(&state, &slug).await?;
+    let event = match (manager, viewer) {
+        (Ok(manager), _) => manager.event(&state, &slug).await?,
+        (Err(refused), Ok(viewer)) => {
+            let slug = crate::domain::EventSlug::parse(&slug)?;
+            let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
+            if !viewer.is_screen_of(event.id) {
+                return Err(refused);
+            }
+            event
+        }
+        (Err(refused), Err(_)) => return Err(refused),
+    };
     let url = crate::events::join_url(&state.settings.public_url, &event);
     let code = QrCode::new(url.as_bytes()).map_err(|e| ApiError::Internal(anyhow::anyhow!("QR code: {e}")))?;
     let image = code

@@ -158,7 +158,7 @@ pub async fn visible_upload(state: &AppState, viewer: &Viewer, id: Uuid) -> ApiR
     path = "/api/v1/uploads/{id}",
     operation_id = "getUpload",
     tag = "uploads",
-    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = [])),
+    security(("guestBearer" = []), ("guestCookie" = []), ("organiserBearer" = []), ("organiserCookie" = []), ("screenCookie" = [])),
     params(UploadIdParam),
     responses(
         (status = 200, description = "The upload's live state.", body = UploadJson),

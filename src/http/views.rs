@@ -60,6 +60,14 @@ pub struct EventJson {
     pub uploads_open_until: Option<String>,
     #[serde(flatten)]
     pub modes: HostModesJson,
+    /// false while the event carries the name the server gave it (the demo event a fresh server makes): the
+    /// organiser's page asks for a name. true for an event created with a name, and from the first `name` set by
+    /// `PATCH /api/v1/events/{slug}` on.
+    pub name_chosen: bool,
+    /// When the event's screen link was made (`POST /api/v1/events/{slug}/screen-link`); null while it has none.
+    /// The link itself is shown only to whoever made it.
+    #[schema(required = true, format = DateTime)]
+    pub screen_link_at: Option<String>,
 }
 
 /// Whose photos an event's guests see: `everyone` (every approved, shown photo) or `own_uploads` (a "drop box":
@@ -119,6 +127,8 @@ impl EventJson {
             uploads_open_from: event.page.uploads_open_from.map(rfc3339),
             uploads_open_until: event.page.uploads_open_until.map(rfc3339),
             modes: HostModesJson::new(event),
+            name_chosen: event.name_chosen,
+            screen_link_at: event.screen_link_at.map(rfc3339),
         }
     }
 }

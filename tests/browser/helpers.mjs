@@ -40,6 +40,14 @@ export async function uploadPhoto(server, event, token, file) {
   return body.id;
 }
 
+/**
+ * A refusal's first line: the page's own words (messages.js `showError`), without the server's
+ * sentence that follows as its second line.
+ */
+export function firstLine(locator) {
+  return locator.evaluate((el) => el.firstChild?.textContent ?? '');
+}
+
 /** Opens a dashboard card folded to its heading (static/fold.js), as an organiser taps the heading. */
 export async function unfold(card) {
   if (await card.evaluate((el) => el.classList.contains('folded'))) await card.locator('.fold-head').click();
@@ -71,11 +79,16 @@ function psql(url, sql) {
   execFileSync('psql', [url, '-qtAc', sql], { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
+/** A desktop-sized browser context (1280×800), in the given language. */
+export function desktop(browser, { locale = 'en-GB' } = {}) {
+  return browser.newContext({ viewport: { width: 1280, height: 800 }, locale });
+}
+
 /**
  * Starts `confetti serve` on a free port with a fresh data directory. `backend` 'postgres'
  * creates a fresh database on the server TEST_DATABASE_URL names (dropped again by `stop`).
  */
-export async function startServer({ backend = 'sqlite', name = 'server', env = {} } = {}) {
+export async function startServer({ backend = 'sqlite', name = 'server', env = {}, demo = false } = {}) {
   if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: run \`cargo build\` first (or set CONFETTI_BIN)`);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -101,7 +114,8 @@ export async function startServer({ backend = 'sqlite', name = 'server', env = {
   };
   delete childEnv.DATABASE_URL;
   if (databaseUrl) childEnv.DATABASE_URL = databaseUrl;
-  const child = spawn(BIN, ['serve', '--bind', `127.0.0.1:${port}`, '--no-demo'], {
+  // `demo`: as a fresh server starts by default, with its demo event.
+  const child = spawn(BIN, ['serve', '--bind', `127.0.0.1:${port}`, ...(demo ? [] : ['--no-demo'])], {
     env: childEnv,
     stdio: ['ignore', log, log],
   });

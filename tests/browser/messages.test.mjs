@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixtures, onPhone, join, choose, waitForItems, screenshot, watchConsole } from './helpers.mjs';
+import { fixtures, onPhone, join, choose, waitForItems, screenshot, watchConsole, firstLine } from './helpers.mjs';
 
 const f = fixtures({ server: 'messages', photos: 2, photoOptions: { width: 640, height: 480 } });
 
@@ -93,10 +93,10 @@ for (const [lang, w] of Object.entries(WORDS)) {
       const send = page.locator('dialog.lightbox[open] .comment-form button[type=submit]');
       const before = await send.textContent();
       // The lightbox redraws itself in the other language (synchronously, within setLang).
-      await page.evaluate(async (next) => (await import('/static/i18n.js')).setLang(next), other);
+      await page.evaluate(async (next) => (await import(new URL('i18n.js', document.querySelector('script[type=module]').src))).setLang(next), other);
       assert.notEqual(await send.textContent(), before, 'the form was drawn again, in the other language');
       assert.equal(await input.inputValue(), 'Wie schön! / How lovely!', 'what the guest typed is still there');
-      await page.evaluate(async (back) => (await import('/static/i18n.js')).setLang(back), lang);
+      await page.evaluate(async (back) => (await import(new URL('i18n.js', document.querySelector('script[type=module]').src))).setLang(back), lang);
     });
   });
 
@@ -116,7 +116,7 @@ for (const [lang, w] of Object.entries(WORDS)) {
       const alert = lightbox.locator('[data-testid=messages] [role=alert] .message');
       await alert.waitFor();
       assert.deepEqual(refusals, [422], 'the server refused it, once (a refusal is not retried)');
-      assert.equal(await alert.locator('.message-text').textContent(), w.invalidComment);
+      assert.equal(await firstLine(alert.locator('.message-text')), w.invalidComment);
       assert.ok(await alert.isVisible(), 'visible over the photo');
       await screenshot(page, `refused-comment-${lang}-390x844`);
 

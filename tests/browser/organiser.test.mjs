@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fixtures, onPhone, phone, join, choose, waitForItems, screenshot, eventually, PASSWORD, watchConsole } from './helpers.mjs';
+import { fixtures, onPhone, phone, join, choose, waitForItems, screenshot, eventually, PASSWORD, watchConsole, firstLine } from './helpers.mjs';
 
 const f = fixtures({ server: 'organiser', photos: 3, photoOptions: { width: 640, height: 480 } });
 
@@ -16,7 +16,8 @@ test('organiser: login, QR code, uploads closed and opened, quota, ZIP', { timeo
     await page.fill('input[name=password]', 'wrong password');
     await page.click('.login-form button[type=submit]');
     await page.locator('.login-form .error').waitFor();
-    assert.equal(await page.textContent('.login-form .error'), 'Wrong password.');
+    assert.equal(await firstLine(page.locator('.login-form .error')), 'Wrong password.');
+    assert.equal(await page.textContent('.login-form .error .server-detail'), 'The server says: “wrong password”', 'the server’s words second');
     await page.fill('input[name=password]', PASSWORD);
     await page.click('.login-form button[type=submit]');
     await page.locator('.dashboard').waitFor({ state: 'visible' });
@@ -29,7 +30,7 @@ test('organiser: login, QR code, uploads closed and opened, quota, ZIP', { timeo
     assert.equal((await f.server.call('GET', `/e/${event.slug}/qr.svg`)).status, 401, 'the QR code (it holds the join token) is the organiser’s');
 
     await page.uncheck('input[name=uploads_open]');
-    await page.waitForFunction(() => document.querySelector('.settings .note').textContent.length > 0);
+    await page.waitForFunction(() => document.querySelector('.settings > .note').textContent.length > 0);
     assert.equal((await f.server.call('GET', `/api/v1/events/${event.slug}`)).body.uploads_open, false);
     await page.check('input[name=uploads_open]');
     const eventNow = async () => (await f.server.call('GET', `/api/v1/events/${event.slug}`, { token: event.organiserToken })).body;

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fixtures, onPhone, phone, startServer, join, choose, waitForItems, screenshot, eventually, PASSWORD, watchConsole, backends, unfold, guestOf, uploadPhoto } from './helpers.mjs';
+import { fixtures, onPhone, phone, startServer, join, choose, waitForItems, screenshot, eventually, PASSWORD, watchConsole, backends, unfold, guestOf, uploadPhoto, firstLine } from './helpers.mjs';
 
 const f = fixtures({ server: false, photos: 3, photoOptions: { prefix: 'people', width: 320, height: 240 } });
 
@@ -120,7 +120,7 @@ for (const backend of backends()) {
           await card.locator('input[name=co_label]').fill('Best man');
           await card.locator('input[name=co_password]').fill('short');
           await card.locator('button[type=submit]').click();
-          await eventually(async () => (await card.locator('.note').textContent()) === 'The password needs at least 8 characters (at most 72 bytes).', { what: 'the short password refused' });
+          await eventually(async () => (await firstLine(card.locator('.note'))) === 'The password needs at least 8 characters (at most 72 bytes).', { what: 'the short password refused' });
           await card.locator('input[name=co_password]').fill('best man secret');
           await card.locator('button[type=submit]').click();
           await card.locator('[data-testid=co-organisers] li', { hasText: 'Best man' }).waitFor();

@@ -37,7 +37,7 @@ test('a guest sends a video; its tile shows play and length; the lightbox plays 
     const tile = page.locator('[data-testid=gallery] .tile').first();
     await page.waitForFunction(() => document.querySelector('[data-testid=gallery] .tile')?.dataset.picture === 'thumb', null, { timeout: 30_000 });
     assert.equal(await tile.locator('[data-testid=tile-video]').textContent(), '▶0:03');
-    assert.match(await tile.locator('.tile-open').getAttribute('aria-label'), /^Video: video-guest\.mp4/);
+    assert.match(await tile.locator('.tile-open').getAttribute('aria-label'), /^Video 0:03: video-guest\.mp4/);
     await page.waitForFunction(() => document.querySelector('[data-testid=gallery] .tile img')?.naturalWidth > 0);
     await screenshot(page, 'video-tile-390x844');
 
