@@ -107,6 +107,21 @@ struct Setup {
     _database: Option<scale_out::ScratchDatabase>,
 }
 
+impl Setup {
+    /// One instance, addressed directly.
+    fn one(server: ChildServer, client: reqwest::Client, database: Option<scale_out::ScratchDatabase>) -> Self {
+        Setup {
+            base: server.base.clone(),
+            join_bases: vec![server.base.clone()],
+            client,
+            servers: vec![server],
+            cluster: None,
+            s3: None,
+            _database: database,
+        }
+    }
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -147,31 +162,11 @@ async fn start(name: &str, bin: &std::path::Path) -> Result<Setup> {
     let plain =
         reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(120)).pool_max_idle_per_host(64).build()?;
     match name {
-        "sqlite" => {
-            let server = ChildServer::confetti(bin, &trust).await?;
-            Ok(Setup {
-                base: server.base.clone(),
-                join_bases: vec![server.base.clone()],
-                client: plain,
-                servers: vec![server],
-                cluster: None,
-                s3: None,
-                _database: None,
-            })
-        }
+        "sqlite" => Ok(Setup::one(ChildServer::confetti(bin, &trust).await?, plain, None)),
         "postgres" => {
             let database = scale_out::ScratchDatabase::create().await?;
             let env = [trust[0].clone(), ("DATABASE_URL".to_owned(), database.url.clone())];
-            let server = ChildServer::confetti(bin, &env).await?;
-            Ok(Setup {
-                base: server.base.clone(),
-                join_bases: vec![server.base.clone()],
-                client: plain,
-                servers: vec![server],
-                cluster: None,
-                s3: None,
-                _database: Some(database),
-            })
+            Ok(Setup::one(ChildServer::confetti(bin, &env).await?, plain, Some(database)))
         }
         "cluster" => {
             let s3 = scale_out::S3Fs::start()?;
