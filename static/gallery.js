@@ -5,7 +5,8 @@
 // drawn from the copy in this page's upload queue, anyone else's as a calm placeholder; the
 // thumbnail takes its place when the live stream (or a re-read) says it exists.
 
-import { h, api, ApiError, thumbUrl, withPlaceholder, isVideo, durationText, STATUS, REVIEW } from './util.js';
+import { h, api, ApiError, thumbUrl, isVideo, durationText, STATUS, REVIEW } from './util.js';
+import { withPlaceholder } from './placeholder.js';
 import { t, onLangChange } from './i18n.js';
 import { Lightbox } from './lightbox.js';
 

@@ -4,7 +4,8 @@
 // gallery's photos. Opening pushes a history entry, so a phone's Back button closes the photo
 // instead of leaving the event; closing it any other way takes that entry back.
 
-import { h, api, previewUrl, withPlaceholder, isVideo, STATUS, REVIEW } from './util.js';
+import { h, api, previewUrl, isVideo, STATUS, REVIEW } from './util.js';
+import { withPlaceholder } from './placeholder.js';
 import { t, lang, onLangChange } from './i18n.js';
 import { MessageArea } from './messages.js';
 import { hideButton, approveButton, deleteButton, offerUndo } from './moderation.js';
