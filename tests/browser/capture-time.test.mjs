@@ -41,6 +41,9 @@ function withCaptureTime(file, taken, offset) {
   return target;
 }
 
+/** Waits until every tile shows its thumbnail (for a screenshot worth looking at). */
+const thumbsShown = (page) => page.waitForFunction(() => [...document.querySelectorAll('[data-testid=gallery] .tile')].every((t) => t.dataset.picture === 'thumb'), null, { timeout: 30_000 });
+
 const tileIds = (page) => page.$$eval('[data-testid=gallery] .tile', (els) => els.map((e) => e.dataset.uploadId));
 
 for (const backend of backends()) {
@@ -65,6 +68,7 @@ for (const backend of backends()) {
       assert.equal(await page.getAttribute('[data-testid=gallery]', 'data-order'), 'taken');
       assert.equal(await page.inputValue('select[data-testid=gallery-order]'), 'taken');
       assert.deepEqual(await tileIds(page), [undated, late, early], 'latest taken first: the earlier photo below the later one though it came after');
+      await thumbsShown(page);
       await screenshot(page, `capture-time-gallery-phone-${backend}`);
 
       // The lightbox says when it was taken, in the viewer's time zone (21:00 at +02:00 is 21:00 in Berlin in summer).
@@ -73,7 +77,8 @@ for (const backend of backends()) {
       await when.waitFor();
       assert.equal(await when.getAttribute('datetime'), '2025-08-30T16:15:00.000Z');
       assert.equal(await when.getAttribute('data-source'), 'exif');
-      assert.match(await when.textContent(), /^taken Sat 30 Aug 2025,? 18:15$/);
+      assert.match(await when.textContent(), /^taken Sat,? 30 Aug 2025,? 18:15$/);
+      await page.waitForFunction(() => document.querySelector('dialog.lightbox[open] img.lightbox-img')?.complete);
       await screenshot(page, `capture-time-lightbox-phone-${backend}`);
       // Next goes on in the gallery's order: from the earliest there is none; back is the later one.
       await page.locator('dialog.lightbox[open] button[data-action=previous]').click();
@@ -110,11 +115,13 @@ for (const backend of backends()) {
       await wide.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile').length === 4);
       assert.deepEqual(await tileIds(wide), [undated, late, middle, early]);
       assert.equal(await wide.textContent('select[data-testid=gallery-order] option[value=taken]'), 'Nach Aufnahmezeit');
+      await thumbsShown(wide);
       await screenshot(wide, `capture-time-gallery-desktop-${backend}`);
       await wide.locator(`[data-upload-id="${late}"] .tile-open`).click();
       const wann = wide.locator('dialog.lightbox[open] [data-testid=taken-at]');
       await wann.waitFor();
       assert.match(await wann.textContent(), /^aufgenommen .*30\. Aug\.? 2025.* 21:00$/);
+      await wide.waitForFunction(() => document.querySelector('dialog.lightbox[open] img.lightbox-img')?.complete);
       await screenshot(wide, `capture-time-lightbox-desktop-${backend}`);
 
       assert.deepEqual(problems, []);
