@@ -1,14 +1,14 @@
 // Capture time in real pages, on every backend: the gallery lists photos by the time they were
 // taken (a photo taken earlier but sent later goes below the one taken after it), the lightbox
 // says when each was taken in the viewer's language and time zone, the "Order" control switches
-// to upload order and the device remembers it, and a photo the live stream brings goes to its
-// place by capture time.
+// to upload order and the device remembers it, a photo the live stream brings goes to its
+// place by capture time, and the organiser's slideshow shows them in the order they were taken.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fixtures, phone, startServer, screenshot, backends, watchConsole, guestOf, uploadPhoto, join, OUTPUT } from './helpers.mjs';
+import { fixtures, phone, startServer, screenshot, backends, watchConsole, guestOf, uploadPhoto, join, OUTPUT, PASSWORD } from './helpers.mjs';
 
 const f = fixtures({ server: false, photos: 4, photoOptions: { prefix: 'taken', width: 640, height: 480 } });
 
@@ -124,8 +124,26 @@ for (const backend of backends()) {
       await wide.waitForFunction(() => document.querySelector('dialog.lightbox[open] img.lightbox-img')?.complete);
       await screenshot(wide, `capture-time-lightbox-desktop-${backend}`);
 
+      // The organiser's slideshow goes through them in the order they were taken, oldest first.
+      const show = await big.newPage();
+      const showProblems = watchConsole(show);
+      await show.goto(`${server.base}/e/${event.slug}/organiser`);
+      await show.fill('input[name=password]', PASSWORD);
+      await show.click('.login-form button[type=submit]');
+      await show.locator('[data-testid=gallery] .tile').first().waitFor();
+      await show.click('button[data-action=slideshow]');
+      await show.locator('[data-testid=slideshow]').waitFor({ state: 'visible' });
+      for (let i = 0; i < 3; i += 1) {
+        await show.waitForFunction((n) => document.querySelector('[data-testid=slideshow]').dataset.shown.split(' ').filter(Boolean).length === n, i + 1);
+        await show.keyboard.press('ArrowRight');
+      }
+      await show.waitForFunction(() => document.querySelector('[data-testid=slideshow]').dataset.shown.split(' ').filter(Boolean).length === 4);
+      const sequence = await show.$eval('[data-testid=slideshow]', (el) => el.dataset.shown.split(' ').filter(Boolean));
+      assert.deepEqual(sequence, [early, middle, late, undated], 'the slideshow in capture order');
+
       assert.deepEqual(problems, []);
       assert.deepEqual(wideProblems, []);
+      assert.deepEqual(showProblems, []);
     } finally {
       for (const c of contexts) await c.close();
       await server.stop();
