@@ -18,6 +18,7 @@ pub mod events;
 pub mod guests;
 pub mod idempotency;
 pub mod instances;
+pub mod lease;
 pub mod likes;
 pub mod live;
 pub mod organiser_logins;
