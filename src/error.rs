@@ -102,6 +102,8 @@ error_codes! {
         "Uploading: the caption is longer than 500 characters.";
     InvalidComment = "invalid_comment", UNPROCESSABLE_ENTITY,
         "Commenting: the text is empty (after trimming) or longer than 1000 characters.";
+    InvalidGuestbookMessage = "invalid_guestbook_message", UNPROCESSABLE_ENTITY,
+        "Writing in the guestbook: the text is empty (after cleaning and trimming) or longer than 500 characters.";
     InvalidRequest = "invalid_request", BAD_REQUEST,
         "The JSON body is malformed, is not `application/json`, or misses a field; or a field or query value is out of range (empty or over-long event name, negative quota, non-numeric `limit`, a member other than `hidden` or `approved` when changing an upload, an unknown `gallery` mode); or a path segment that is not valid UTF-8, or a query parameter given twice.";
     InvalidCursor = "invalid_cursor", BAD_REQUEST,
@@ -225,6 +227,8 @@ pub enum ApiError {
     Forbidden => Forbidden,
     #[error("likes and comments are for the event's guests; organisers moderate")]
     GuestsOnly => Forbidden,
+    #[error("the guestbook is for the event's guests; organisers moderate it")]
+    GuestbookForGuests => Forbidden,
     #[error("you joined another event")]
     WrongEvent => WrongEvent,
     #[error("uploads are closed for this event")]
@@ -275,6 +279,8 @@ pub enum ApiError {
     InvalidCaption(String) => InvalidCaption,
     #[error("{0}")]
     InvalidComment(String) => InvalidComment,
+    #[error("{0}")]
+    InvalidGuestbookMessage(String) => InvalidGuestbookMessage,
     #[error("{0}")]
     InvalidRequest(String) => InvalidRequest,
     #[error("{0}")]
@@ -461,6 +467,7 @@ impl From<InvalidText> for ApiError {
             InvalidText::EventName(why) => ApiError::InvalidRequest(why),
             InvalidText::Caption(why) => ApiError::InvalidCaption(why),
             InvalidText::Comment(why) => ApiError::InvalidComment(why),
+            InvalidText::GuestbookMessage(why) => ApiError::InvalidGuestbookMessage(why),
             InvalidText::WelcomeText(why) => ApiError::InvalidWelcomeText(why),
         }
     }

@@ -32,7 +32,7 @@ struct ListParams {
 
 /// The page size's bounds: `list_uploads` clamps `limit` to them, and the document says them.
 const MIN_PAGE: i64 = 1;
-const DEFAULT_PAGE: i64 = 50;
+pub(super) const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 100;
 
 /// Written by hand so that the bounds the document states are the constants the server clamps to.
@@ -128,7 +128,7 @@ async fn list_uploads(
     };
     let before = match params.cursor.as_deref() {
         None | Some("") => None,
-        Some(raw) => Some(decode_cursor(event.id, raw)?),
+        Some(raw) => Some(decode_cursor(GALLERY_CURSOR, event.id, raw)?),
     };
     let review = match params.review.as_deref() {
         None | Some("") => None,
@@ -149,7 +149,7 @@ async fn list_uploads(
     let mut rows = state.db.list_uploads(&query).await?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
-        rows.last().map(|r| encode_cursor(event.id, r.id))
+        rows.last().map(|r| encode_cursor(GALLERY_CURSOR, event.id, r.id))
     } else {
         None
     };
@@ -157,7 +157,7 @@ async fn list_uploads(
 }
 
 /// `limit` clamped: a whole number too large (or too small) for 64 bits is clamped like any other.
-fn page_size(raw: &str) -> ApiResult<i64> {
+pub(super) fn page_size(raw: &str) -> ApiResult<i64> {
     use std::num::IntErrorKind;
     match raw.parse::<i64>() {
         Ok(limit) => Ok(limit.clamp(MIN_PAGE, MAX_PAGE)),
@@ -167,29 +167,33 @@ fn page_size(raw: &str) -> ApiResult<i64> {
     }
 }
 
-/// The last upload of a page, and a check that ties it to the event's listing: a cursor this server did not give
-/// out for this event is refused rather than read as a position.
-fn encode_cursor(event_id: Uuid, last: Uuid) -> String {
+/// Which listing a cursor pages through: a cursor of one is refused by another.
+const GALLERY_CURSOR: &[u8] = b"confetti gallery cursor";
+
+/// The last item of a page, and a check that ties it to the event's listing (`listing`, such as
+/// `GALLERY_CURSOR`): a cursor this server did not give out for this event is refused rather than read as a position.
+pub(super) fn encode_cursor(listing: &[u8], event_id: Uuid, last: Uuid) -> String {
     let mut bytes = last.as_bytes().to_vec();
-    bytes.extend_from_slice(&cursor_check(event_id, last));
+    bytes.extend_from_slice(&cursor_check(listing, event_id, last));
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn decode_cursor(event_id: Uuid, raw: &str) -> ApiResult<Uuid> {
+pub(super) fn decode_cursor(listing: &[u8], event_id: Uuid, raw: &str) -> ApiResult<Uuid> {
     URL_SAFE_NO_PAD
         .decode(raw)
         .ok()
         .filter(|bytes| bytes.len() == 16 + CURSOR_CHECK)
-        .and_then(|bytes| Uuid::from_slice(&bytes[..16]).ok().filter(|id| bytes[16..] == cursor_check(event_id, *id)))
+        .and_then(|bytes| {
+            Uuid::from_slice(&bytes[..16]).ok().filter(|id| bytes[16..] == cursor_check(listing, event_id, *id))
+        })
         .ok_or_else(|| ApiError::InvalidCursor("the cursor is not one this server gave out".into()))
 }
 
 const CURSOR_CHECK: usize = 6;
 
-fn cursor_check(event_id: Uuid, last: Uuid) -> [u8; CURSOR_CHECK] {
+fn cursor_check(listing: &[u8], event_id: Uuid, last: Uuid) -> [u8; CURSOR_CHECK] {
     use sha2::{Digest, Sha256};
-    let digest =
-        Sha256::new().chain_update(b"confetti gallery cursor").chain_update(event_id).chain_update(last).finalize();
+    let digest = Sha256::new().chain_update(listing).chain_update(event_id).chain_update(last).finalize();
     let mut check = [0; CURSOR_CHECK];
     check.copy_from_slice(&digest[..CURSOR_CHECK]);
     check
