@@ -47,7 +47,7 @@ error_codes! {
     InvalidCredentials = "invalid_credentials", UNAUTHORIZED,
         "Organiser login: wrong password.";
     Forbidden = "forbidden", FORBIDDEN,
-        "The caller is authenticated but may not do this (organiser-only or admin-only action, another guest's upload, another event's organiser, an organiser liking or commenting).";
+        "The caller is authenticated but may not do this (organiser-only or admin-only action, another guest's upload, another event's organiser, an organiser liking, commenting or writing in the guestbook).";
     WrongEvent = "wrong_event", FORBIDDEN,
         "The guest joined another event than the one in the path.";
     UploadsClosed = "uploads_closed", FORBIDDEN,
@@ -139,7 +139,7 @@ error_codes! {
     InvalidUploadWindow = "invalid_upload_window", UNPROCESSABLE_ENTITY,
         "Changing an event: an end of the upload window is not an RFC 3339 time, or `uploads_open_from` is not before `uploads_open_until`.";
     GuestBlocked = "guest_blocked", FORBIDDEN,
-        "The event's organiser blocked this guest: new uploads, likes and comments are refused (replays of earlier uploads still answer).";
+        "The event's organiser blocked this guest: new uploads, likes, comments and guestbook messages are refused (replays of earlier uploads still answer).";
     CoOrganiserLimit = "co_organiser_limit", CONFLICT,
         "Adding a co-organiser: the event already has 10 that are not revoked.";
     UploadNotDeleted = "upload_not_deleted", CONFLICT,

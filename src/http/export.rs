@@ -76,7 +76,10 @@ fn flag(name: &str, value: Option<&str>) -> ApiResult<bool> {
 /// bytes; ` (2)`, ` (3)`… when two would have the same name, compared case-insensitively, dated by `taken_at`, else
 /// `created_at`. ZIP64 records are written when the archive passes 4 GiB. The archive is written while it is sent
 /// (no `Content-Length`); should reading an original fail midway, the download ends early without the ZIP's central
-/// directory, so an incomplete archive never looks complete.
+/// directory, so an incomplete archive never looks complete. While the guestbook holds a message the export
+/// includes (by the same two parameters), the first entry is `guestbook.txt`: UTF-8 with a byte order mark, CRLF
+/// line ends, a heading, then one entry per message, oldest first, its time (UTC) and writer on one line and its
+/// lines indented by four spaces.
 #[utoipa::path(
     get,
     path = "/api/v1/events/{slug}/export.zip",
