@@ -1,6 +1,6 @@
 // The guest's page for one event, composed of its views: the cover, welcome text and upload
 // window (event-page.js), joining (join-view.js), the greeting and quota (quota-view.js), the
-// upload queue (upload-view.js over queue.js) and the gallery (gallery-view.js). This module only puts them together: who the guest is, which views show,
+// upload queue (upload-view.js over queue.js), the guestbook (guestbook-view.js) and the gallery (gallery-view.js). This module only puts them together: who the guest is, which views show,
 // and what one view's news means for another.
 
 import { h, api, ApiError, remember, remembered } from './util.js';
@@ -12,6 +12,7 @@ import { UploadView } from './upload-view.js';
 import { GalleryView } from './gallery-view.js';
 import { EventPageView, uploadState } from './event-page.js';
 import { HostModesView } from './host-modes-view.js';
+import { GuestbookView } from './guestbook-view.js';
 
 /** The server's limits and capabilities; remembered for pages opened while offline. */
 async function serverInfo() {
@@ -50,8 +51,9 @@ export async function guestPage({ slug, event, main, messages }) {
   const pageSection = h('section', { class: 'event-page' });
   const joinSection = h('section', { class: 'card join', hidden: true });
   const uploadSection = h('section', { class: 'uploader', hidden: true });
+  const guestbookSection = h('section', { class: 'card guestbook', hidden: true });
   const gallerySection = h('section', { class: 'gallery-section', hidden: true });
-  main.replaceChildren(pageSection, joinSection, uploadSection, gallerySection);
+  main.replaceChildren(pageSection, joinSection, uploadSection, guestbookSection, gallerySection);
 
   // The queue first, so that nothing waits unseen.
   const queue = new UploadQueue({
@@ -80,6 +82,7 @@ export async function guestPage({ slug, event, main, messages }) {
   const quota = new QuotaView(uploadSection);
   const uploads = new UploadView({ queue, info, event, section: uploadSection });
   const gallery = new GalleryView(gallerySection);
+  const guestbook = new GuestbookView(guestbookSection, { slug });
   // The host modes: what the guest is told above the gallery, and the gallery opening on time.
   const modes = new HostModesView(gallerySection, { slug, onOpened: () => gallery.reload() });
   modes.update(event);
@@ -134,6 +137,7 @@ export async function guestPage({ slug, event, main, messages }) {
   function showJoin(message) {
     uploadSection.hidden = true;
     gallerySection.hidden = true;
+    guestbookSection.hidden = true;
     join.show(message);
   }
 
@@ -142,6 +146,7 @@ export async function guestPage({ slug, event, main, messages }) {
       me = await api('GET', '/api/v1/me');
       quota.render(me);
       uploads.setBlocked(Boolean(me.blocked));
+      guestbook.setBlocked(Boolean(me.blocked));
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) showJoin();
     }
@@ -172,6 +177,8 @@ export async function guestPage({ slug, event, main, messages }) {
         }
       },
     });
+    guestbookSection.hidden = false;
+    guestbook.start({ me, source: gallery.gallery?.source });
     queue.start();
   }
 
