@@ -664,8 +664,12 @@ fn the_live_stream_is_described_by_its_events(served: &Served) {
         let data = &event["properties"]["data"];
         match name {
             "upload" => assert_eq!(data["$ref"], "#/components/schemas/Upload", "an upload's data is the Upload"),
-            "removed" | "guestbook_removed" => assert_eq!(data["required"], json!(["id"]), "a removal's data is its id"),
-            "guestbook" => assert_eq!(data["$ref"], "#/components/schemas/GuestbookMessage", "a message's data is the message"),
+            "removed" | "guestbook_removed" => {
+                assert_eq!(data["required"], json!(["id"]), "a removal's data is its id")
+            }
+            "guestbook" => {
+                assert_eq!(data["$ref"], "#/components/schemas/GuestbookMessage", "a message's data is the message")
+            }
             other => panic!("an event the stream does not send: {other}"),
         }
     }

@@ -123,10 +123,12 @@ impl Listener {
                 LiveKind::Message if !self.screen_still_open().await => return None,
                 // Read now, as this listener may see it (waiting messages reach their writer and the organiser).
                 LiveKind::Message => match visible_message(&self.state, &self.viewer, news.upload_id).await {
-                    Ok(row) if !row.hidden => match Event::default().event("guestbook").json_data(MessageJson::new(&row)) {
-                        Ok(event) => return Some(event),
-                        Err(e) => tracing::warn!(error = %e, "could not encode live news"),
-                    },
+                    Ok(row) if !row.hidden => {
+                        match Event::default().event("guestbook").json_data(MessageJson::new(&row)) {
+                            Ok(event) => return Some(event),
+                            Err(e) => tracing::warn!(error = %e, "could not encode live news"),
+                        }
+                    }
                     _ => {}
                 },
                 // A screen whose link was revoked or replaced since the stream began sees no more.
