@@ -5,7 +5,8 @@
 // previous/next by buttons or keyboard (space, arrows); the controls fade while nobody touches
 // anything. Escape, the close button or leaving full screen ends it. A video plays muted to its end
 // (its poster while it loads), then the show goes on. On a venue screen (`screen`, screen.js) it
-// is the whole page: nothing ends it there, and it has no close button.
+// is the whole page: nothing ends it there, and it has no close button. Approved guestbook
+// messages show between the photos (slide-words.js).
 
 import { h, previewUrl, isVideo, STATUS, REVIEW } from './util.js';
 import { t, onLangChange } from './i18n.js';

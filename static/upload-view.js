@@ -3,7 +3,8 @@
 // for the whole queue ("12 of 30 sent · about 4 min left") into which finished photos collapse,
 // and one row per photo that needs to be seen: its state, progress, what it waits for, and —
 // only when a tap can help — the "Send now" button (a temporary failure whose next automatic
-// try is far off) or the Remove button (a refusal for good, with the server's own words).
+// try is far off) or the Remove button (a refusal for good, with the server's own words); a
+// photo not sent yet has a field for its caption (caption-field.js).
 // The queue (queue.js) does the sending; this view shows it and passes the guest's choices on.
 
 import { h, formatBytes, REVIEW } from './util.js';
