@@ -17,7 +17,7 @@ both_backends!(
     a_hidden_message_is_listed_to_its_writer_and_the_hosts_only,
     a_blocked_guest_an_organiser_and_a_guest_of_another_event_cannot_write,
     the_guestbook_pages_newest_first_with_its_own_cursors,
-    the_live_stream_announces_messages_and_their_removal,
+    the_live_stream_announces_messages_and_their_removal_and_waiting_ones_once_approved,
     the_export_carries_the_guestbook_as_a_text_file,
 );
 
@@ -238,7 +238,7 @@ async fn the_guestbook_pages_newest_first_with_its_own_cursors(backend: Backend)
     app.stop().await;
 }
 
-async fn the_live_stream_announces_messages_and_their_removal(backend: Backend) {
+async fn the_live_stream_announces_messages_and_their_removal_and_waiting_ones_once_approved(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let organiser = app.organiser_login(&event).await;
@@ -262,6 +262,23 @@ async fn the_live_stream_announces_messages_and_their_removal(backend: Backend) 
     moderate(&app, &event, &organiser, id, json!({"hidden": true})).await;
     let (kind, data) = next_sse(&mut stream).await;
     assert_eq!((kind.as_str(), &data), ("guestbook_removed", &json!({"id": id})));
+
+    // Under the review gate a message reaches other guests only once approved.
+    let gate = app
+        .client
+        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
+        .bearer_auth(&organiser)
+        .json(&json!({"review_uploads": true}))
+        .send()
+        .await
+        .expect("PATCH event");
+    assert_eq!(gate.status(), StatusCode::OK);
+    let waiting = written(&app, &event, &anna, "Erst nach der Freigabe").await;
+    assert_eq!(waiting["review"], "pending");
+    moderate(&app, &event, &organiser, waiting["id"].as_str().expect("id"), json!({"approved": true})).await;
+    let (kind, data) = next_sse(&mut stream).await;
+    assert_eq!(kind, "guestbook");
+    assert_eq!((&data["id"], &data["review"]), (&waiting["id"], &json!("approved")), "not the waiting one: {data}");
     app.stop().await;
 }
 
