@@ -1,7 +1,7 @@
 // Guests' words: a caption typed in the upload queue while the photo waits survives a reload and
 // arrives with the photo; a guestbook message written on the guest's page waits for the hosts'
 // approval (review gate), is approved on the dashboard, and then shows on the guest's page of
-// another guest and in the organiser's slideshow. Phone and desktop screenshots of each. Both databases.
+// another guest, in the organiser's slideshow and on the venue's screen. Phone and desktop screenshots of each. Both databases.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -114,6 +114,14 @@ for (const backend of backends()) {
         assert.equal(await host.locator('[data-testid=slide-message-text]').textContent(), 'Alles Liebe euch beiden!\nEure Erna');
         assert.equal(await host.locator('[data-testid=slide-message-by]').textContent(), '— Tante Erna');
         await screenshot(host, `guestbook-${backend}-desktop-slideshow`);
+
+        // So does the venue's screen, which holds no organiser rights.
+        const link = await server.call('POST', `/api/v1/events/${event.slug}/screen-link`, { token: event.organiserToken });
+        assert.equal(link.status, 201);
+        const screen = await hostContext.newPage();
+        await screen.goto(link.body.url);
+        await screen.locator('[data-testid=slide-message]').waitFor({ state: 'visible', timeout: 40_000 });
+        assert.equal(await screen.locator('[data-testid=slide-message-by]').textContent(), '— Tante Erna');
       } finally {
         await hostContext.close();
       }
