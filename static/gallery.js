@@ -1,18 +1,27 @@
-// The gallery: a grid of thumbnails, newest first, that loads the next page (keyset cursor)
-// as one scrolls, and follows the live stream of new and removed photos; a tile opens the
+// The gallery: a grid of thumbnails, newest first — by the time each was taken, or by upload as
+// the viewer chooses (remembered on the device) — that loads the next page (keyset cursor) as one scrolls, and follows the live stream of new and removed photos; a tile opens the
 // lightbox (lightbox.js). Every user-provided string is set as text, never as HTML.
 // A tile shows the thumbnail only: while the server still makes it, the guest's own photo is
 // drawn from the copy in this page's upload queue, anyone else's as a calm placeholder; the
 // thumbnail takes its place when the live stream (or a re-read) says it exists.
 
-import { h, api, ApiError, thumbUrl, withPlaceholder, isVideo, durationText, STATUS, REVIEW } from './util.js';
+import { h, api, ApiError, thumbUrl, isVideo, durationText, capturedAt, remembered, remember, STATUS, REVIEW } from './util.js';
+import { withPlaceholder } from './placeholder.js';
 import { t, onLangChange } from './i18n.js';
 import { Lightbox } from './lightbox.js';
 
 const PAGE = 30;
 
-/** Newest first: ids are time-ordered UUIDs; created_at breaks ties with other id schemes. */
-function newer(a, b) {
+/** The gallery's orders, as the listing's `order` names them. */
+export const ORDER = Object.freeze({ TAKEN: 'taken', UPLOADED: 'uploaded' });
+const ORDER_KEY = 'confetti.galleryOrder';
+
+/**
+ * Newest first in `order`, as the server lists: by capture time, then by upload. Ids are
+ * time-ordered UUIDs; created_at breaks ties with other id schemes.
+ */
+function newer(a, b, order) {
+  if (order === ORDER.TAKEN && capturedAt(a) !== capturedAt(b)) return capturedAt(a) > capturedAt(b);
   if (a.created_at !== b.created_at) return a.created_at > b.created_at;
   return a.id > b.id;
 }
@@ -45,11 +54,17 @@ export class Gallery {
     this.filterMine = false;
     this.listeners = new Set();
 
-    this.grid = h('ul', { class: 'grid', 'data-testid': 'gallery' });
+    this.sort = remembered(ORDER_KEY) === ORDER.UPLOADED ? ORDER.UPLOADED : ORDER.TAKEN;
+    this.sortSelect = h('select', { name: 'gallery_order', 'data-testid': 'gallery-order', onchange: () => this.setSort(this.sortSelect.value) },
+      h('option', { value: ORDER.TAKEN }), h('option', { value: ORDER.UPLOADED }));
+    this.sortSelect.value = this.sort;
+    this.sortLabel = h('span', {});
+    this.sortControl = h('label', { class: 'gallery-order' }, this.sortLabel, this.sortSelect);
+    this.grid = h('ul', { class: 'grid', 'data-testid': 'gallery', 'data-order': this.sort });
     this.empty = h('p', { class: 'empty' });
     this.more = h('button', { type: 'button', class: 'more secondary', onclick: () => this.loadMore() });
     this.sentinel = h('div', { class: 'sentinel', 'aria-hidden': 'true' });
-    root.append(this.grid, this.empty, this.more, this.sentinel);
+    root.append(this.sortControl, this.grid, this.empty, this.more, this.sentinel);
     this.lightbox = new Lightbox(this);
 
     if ('IntersectionObserver' in window) {
@@ -58,7 +73,28 @@ export class Gallery {
       }, { rootMargin: '600px 0px' });
       this.observer.observe(this.sentinel);
     }
-    onLangChange(() => this.renderAll());
+    this.renderSortWords();
+    onLangChange(() => {
+      this.renderSortWords();
+      this.renderAll();
+    });
+  }
+
+  renderSortWords() {
+    this.sortLabel.textContent = t('order_label');
+    this.sortSelect.options[0].textContent = t('order_taken');
+    this.sortSelect.options[1].textContent = t('order_uploaded');
+  }
+
+  /** Lists by capture time or by upload from now on, on this device too, read afresh from the first page. */
+  setSort(order) {
+    if (order !== ORDER.TAKEN && order !== ORDER.UPLOADED) return;
+    remember(ORDER_KEY, order);
+    this.sortSelect.value = order;
+    if (order === this.sort) return;
+    this.sort = order;
+    this.grid.dataset.order = order;
+    this.reload();
   }
 
   onChange(fn) {
@@ -73,10 +109,13 @@ export class Gallery {
   loadMore() {
     if (this.exhausted) return Promise.resolve();
     if (this.loading) return this.loading;
-    const params = new URLSearchParams({ limit: String(PAGE) });
+    const sort = this.sort;
+    const params = new URLSearchParams({ limit: String(PAGE), order: sort });
     if (this.cursor) params.set('cursor', this.cursor);
     this.loading = api('GET', `/api/v1/events/${encodeURIComponent(this.slug)}/uploads?${params}`)
       .then((page) => {
+        // Switched to the other order meanwhile: this page and its cursor belong to the old one.
+        if (sort !== this.sort) return;
         for (const u of page.items) this.upsert(u, { append: true });
         this.cursor = page.next_cursor;
         this.exhausted = !page.next_cursor;
@@ -112,14 +151,14 @@ export class Gallery {
     return r.top < window.innerHeight + 600 && this.sentinel.offsetParent !== null;
   }
 
-  /** Adds or refreshes one upload and its tile, keeping newest first. */
+  /** Adds or refreshes one upload and its tile, keeping newest first in the gallery's order. */
   upsert(u, { append = false } = {}) {
     const known = this.uploads.has(u.id);
     this.uploads.set(u.id, u);
     if (!known) {
       let index = this.order.length;
-      if (!append || (this.order.length && newer(u, this.uploads.get(this.order[this.order.length - 1])))) {
-        index = this.order.findIndex((id) => newer(u, this.uploads.get(id)));
+      if (!append || (this.order.length && newer(u, this.uploads.get(this.order[this.order.length - 1]), this.sort))) {
+        index = this.order.findIndex((id) => newer(u, this.uploads.get(id), this.sort));
         if (index < 0) index = this.order.length;
       }
       this.order.splice(index, 0, u.id);

@@ -3,21 +3,31 @@
 // upload queue (upload-view.js over queue.js), the guestbook (guestbook-view.js) and the gallery (gallery-view.js). This module only puts them together: who the guest is, which views show,
 // and what one view's news means for another.
 
+//
+// Only joining is imported up front: a guest on their first visit sees the name form while the
+// other views still load (the server's page says whether this visitor has joined, `boot`).
+
 import { h, api, ApiError, remember, remembered } from './util.js';
 import { t } from './i18n.js';
-import { UploadQueue } from './queue.js';
 import { JoinView, joinKey } from './join-view.js';
-import { QuotaView } from './quota-view.js';
-import { UploadView } from './upload-view.js';
-import { GalleryView } from './gallery-view.js';
-import { EventPageView, uploadState } from './event-page.js';
-import { HostModesView } from './host-modes-view.js';
-import { GuestbookView } from './guestbook-view.js';
 
-/** The server's limits and capabilities; remembered for pages opened while offline. */
-async function serverInfo() {
+/** The views beside joining, loaded once the name form (if it is needed) shows. */
+function views() {
+  return Promise.all([
+    import('./queue.js'),
+    import('./quota-view.js'),
+    import('./upload-view.js'),
+    import('./gallery-view.js'),
+    import('./event-page.js'),
+    import('./host-modes-view.js'),
+    import('./guestbook-view.js'),
+  ]).then(([queue, quota, upload, gallery, eventPage, hostModes, guestbook]) => ({ ...queue, ...quota, ...upload, ...gallery, ...eventPage, ...hostModes, ...guestbook }));
+}
+
+/** The server's limits and capabilities (from the page itself when it brought them); remembered for pages opened while offline. */
+async function serverInfo(boot) {
   try {
-    const info = await api('GET', '/api/v1/info');
+    const info = boot?.info ?? (await api('GET', '/api/v1/info'));
     remember('confetti.info', JSON.stringify(info));
     return info;
   } catch {
@@ -36,7 +46,7 @@ async function serverInfo() {
  * @param {HTMLElement} o.main where the page goes
  * @param {import('./messages.js').MessageArea} o.messages the page's message area
  */
-export async function guestPage({ slug, event, main, messages }) {
+export async function guestPage({ slug, event, main, messages, boot }) {
   const tokenFromLink = new URLSearchParams(location.search).get('join');
   if (tokenFromLink) {
     remember(joinKey(slug), tokenFromLink);
@@ -44,16 +54,25 @@ export async function guestPage({ slug, event, main, messages }) {
     history.replaceState(null, '', location.pathname);
   }
 
-  const info = await serverInfo();
-  const caps = info.capabilities || ['client_upload_id', 'upload_preflight'];
-  let me = null;
-
   const pageSection = h('section', { class: 'event-page' });
   const joinSection = h('section', { class: 'card join', hidden: true });
   const uploadSection = h('section', { class: 'uploader', hidden: true });
   const guestbookSection = h('section', { class: 'card guestbook', hidden: true });
   const gallerySection = h('section', { class: 'gallery-section', hidden: true });
   main.replaceChildren(pageSection, joinSection, uploadSection, guestbookSection, gallerySection);
+
+  // A guest the server does not know yet is asked for a name at once; sending it waits for the
+  // rest of the page.
+  let ready;
+  const entering = new Promise((resolve) => {
+    ready = resolve;
+  });
+  const join = new JoinView({ slug, section: joinSection, onJoined: async () => (await entering)() });
+  if (boot && !boot.me) join.show();
+
+  const [info, { UploadQueue, QuotaView, UploadView, GalleryView, EventPageView, uploadState, HostModesView, GuestbookView }] = await Promise.all([serverInfo(boot), views()]);
+  const caps = info.capabilities || ['client_upload_id', 'upload_preflight'];
+  let me = null;
 
   // The queue first, so that nothing waits unseen.
   const queue = new UploadQueue({
@@ -78,7 +97,6 @@ export async function guestPage({ slug, event, main, messages }) {
     onUnauthenticated: () => showJoin(t('err_unauthenticated')),
   });
   const page = new EventPageView(pageSection);
-  const join = new JoinView({ slug, section: joinSection, onJoined: () => enter() });
   const quota = new QuotaView(uploadSection);
   const uploads = new UploadView({ queue, info, event, section: uploadSection });
   const gallery = new GalleryView(gallerySection);
@@ -141,19 +159,26 @@ export async function guestPage({ slug, event, main, messages }) {
     join.show(message);
   }
 
+  function showMe(known) {
+    me = known;
+    quota.render(me);
+    uploads.setBlocked(Boolean(me.blocked));
+    guestbook.setBlocked(Boolean(me.blocked));
+  }
+
   async function refreshMe() {
     try {
-      me = await api('GET', '/api/v1/me');
-      quota.render(me);
-      uploads.setBlocked(Boolean(me.blocked));
-      guestbook.setBlocked(Boolean(me.blocked));
+      showMe(await api('GET', '/api/v1/me'));
     } catch (e) {
       if (e instanceof ApiError && e.status === 401) showJoin();
     }
   }
 
-  async function enter() {
-    await refreshMe();
+  ready(() => enter());
+  /** The guest's views; `known`: who the guest is, when that was just learnt. */
+  async function enter(known = null) {
+    if (known) showMe(known);
+    else await refreshMe();
     if (!me || me.event !== slug) return;
     joinSection.hidden = true;
     uploadSection.hidden = false;
@@ -186,7 +211,7 @@ export async function guestPage({ slug, event, main, messages }) {
   const restored = await queue.load();
   for (const item of restored) uploads.render(item);
   try {
-    me = await api('GET', '/api/v1/me');
+    me = boot ? boot.me : await api('GET', '/api/v1/me');
   } catch (e) {
     me = null;
     if (!(e instanceof ApiError) || e.status !== 401) {
@@ -196,6 +221,7 @@ export async function guestPage({ slug, event, main, messages }) {
       return;
     }
   }
-  if (me && me.event === slug) await enter();
-  else showJoin();
+  if (me && me.event === slug) await enter(me);
+  // (Shown already when the page said so: a name being typed, or an answer shown, stays.)
+  else if (joinSection.hidden) showJoin();
 }

@@ -3,7 +3,8 @@
 // Approve all. Approving goes through the API's PATCH, which makes the photo appear for
 // everyone, live.
 
-import { h, api, ApiError, thumbUrl, withPlaceholder, REVIEW, STATUS } from './util.js';
+import { h, api, ApiError, thumbUrl, REVIEW, STATUS } from './util.js';
+import { withPlaceholder } from './placeholder.js';
 import { t, onLangChange, formatWhen } from './i18n.js';
 import { showError } from './messages.js';
 

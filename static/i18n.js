@@ -81,6 +81,11 @@ const STRINGS = {
     gallery: 'Galerie',
     all_photos: 'Alle Fotos',
     my_photos: 'Meine Fotos',
+    order_label: 'Sortieren',
+    order_taken: 'Nach Aufnahmezeit',
+    order_uploaded: 'Nach Hochladezeit',
+    taken_when: 'aufgenommen {when}',
+    uploaded_when: 'hochgeladen {when}',
     empty: 'Noch keine Fotos – mach das erste!',
     empty_mine: 'Du hast noch keine Fotos hochgeladen.',
     by: 'von {name}',
@@ -252,6 +257,11 @@ const STRINGS = {
     gallery: 'Gallery',
     all_photos: 'All photos',
     my_photos: 'My photos',
+    order_label: 'Order',
+    order_taken: 'By time taken',
+    order_uploaded: 'By upload',
+    taken_when: 'taken {when}',
+    uploaded_when: 'uploaded {when}',
     empty: 'No photos yet — take the first one!',
     empty_mine: 'You have not uploaded any photos yet.',
     by: 'by {name}',
@@ -644,10 +654,15 @@ Object.assign(STRINGS.en, {
   download_with_pending: 'Download with the waiting ones (ZIP)',
 });
 
-/** A moment as the reader's language and time zone say it: "Sat 14 Jun, 22:00". */
-export function formatWhen(iso) {
+/**
+ * A moment as the reader's language and time zone say it: "Sat 14 Jun, 22:00"; with `year`,
+ * "Sat 30 Aug 2025, 21:00" when it is not this year.
+ */
+export function formatWhen(iso, { year = false } = {}) {
   const locale = current === 'de' ? 'de-DE' : 'en-GB';
-  return new Intl.DateTimeFormat(locale, { weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
+  const when = new Date(iso);
+  const other = year && when.getFullYear() !== new Date().getFullYear();
+  return new Intl.DateTimeFormat(locale, { weekday: 'short', day: 'numeric', month: 'short', year: other ? 'numeric' : undefined, hour: '2-digit', minute: '2-digit' }).format(when);
 }
 
 // The event's name (event-name-view.js on the dashboard, admin-event-view.js).

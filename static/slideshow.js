@@ -1,14 +1,15 @@
 // The organiser's live slideshow, made for a screen at the venue: full screen, one photo at a
 // time with a cross-fade, the event's name, a corner QR code that invites guests to add theirs,
 // each photo's caption and uploader. Photos that arrive while it runs are queued in arrival order
-// (first in, first out) and shown before the loop through every ready photo goes on. Pause/play,
+// (first in, first out) and shown before the loop through every ready photo (in the order they
+// were taken) goes on. Pause/play,
 // previous/next by buttons or keyboard (space, arrows); the controls fade while nobody touches
 // anything. Escape, the close button or leaving full screen ends it. A video plays muted to its end
 // (its poster while it loads), then the show goes on. On a venue screen (`screen`, screen.js) it
 // is the whole page: nothing ends it there, and it has no close button. Approved guestbook
 // messages show between the photos (slide-words.js).
 
-import { h, previewUrl, isVideo, STATUS, REVIEW } from './util.js';
+import { h, previewUrl, isVideo, capturedAt, STATUS, REVIEW } from './util.js';
 import { t, onLangChange } from './i18n.js';
 import { SlideWords } from './slide-words.js';
 
@@ -102,9 +103,12 @@ export class Slideshow {
     return !this.el.hidden;
   }
 
+  /** The loop: every photo the room may see, in the order they were taken (oldest first). */
   ready() {
     const g = this.gallery();
-    return g ? g.order.map((id) => g.uploads.get(id)).filter((u) => showable(u)) : [];
+    if (!g) return [];
+    const ready = g.order.map((id) => g.uploads.get(id)).filter((u) => showable(u));
+    return ready.sort((a, b) => compare(capturedAt(a), capturedAt(b)) || compare(a.created_at, b.created_at) || compare(a.id, b.id));
   }
 
   start() {
@@ -338,4 +342,8 @@ export class Slideshow {
 /** Ready, shown and, under the review gate, approved: what the room may see. */
 function showable(u) {
   return Boolean(u && u.status === STATUS.READY && u.review !== REVIEW.PENDING && previewUrl(u));
+}
+
+function compare(a, b) {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -3,7 +3,6 @@
 // device remembers.
 
 import { INTERACTIVE, retryDelay, retryAfterMs } from './retry.js';
-import { thumbHashToDataURL } from './thumbhash.js';
 
 /** Builds an element. Children that are strings become text nodes, so user text is never HTML. */
 export function h(tag, attrs = {}, ...children) {
@@ -112,6 +111,11 @@ export async function api(method, path, body, { policy = INTERACTIVE, token } = 
   return data;
 }
 
+/** When an upload was taken: its `captured_at` (its upload time when its file does not say). */
+export function capturedAt(u) {
+  return u.captured_at || u.created_at;
+}
+
 /** Reads what this device remembers (null when storage is unavailable, as in private mode). */
 export function remembered(key) {
   try {
@@ -164,33 +168,6 @@ export function thumbUrl(u) {
 /** The lightbox's and the slideshow's image: the preview once it exists, else the original. */
 export function previewUrl(u) {
   return u.urls?.preview || u.urls?.original;
-}
-
-/** Decoded placeholders by their hash: a grid re-renders its tiles often, each decode is 1024 cosines. */
-const placeholders = new Map();
-
-/**
- * Draws the Upload's placeholder (its `placeholder`, a ThumbHash: the photo's colours, blurred)
- * as the background of `img` until the image has loaded, so a slow thumb or preview shows the
- * photo's shape at once instead of an empty box. `fit` is the image's `object-fit` (`cover` for
- * tiles, `contain` for the lightbox and the slideshow), so the two line up. Returns `img`.
- */
-export function withPlaceholder(img, u, fit = 'cover') {
-  const hash = u?.placeholder;
-  if (!hash) return img;
-  if (!placeholders.has(hash)) placeholders.set(hash, thumbHashToDataURL(hash));
-  const url = placeholders.get(hash);
-  if (!url) return img;
-  img.classList.add('with-placeholder', `placeholder-${fit}`);
-  img.dataset.placeholder = 'drawn';
-  img.style.backgroundImage = `url("${url}")`;
-  // Once the photo is there the placeholder goes: with `contain` its approximate aspect ratio
-  // could show at the edges.
-  img.addEventListener('load', () => {
-    img.style.backgroundImage = '';
-    img.dataset.placeholder = 'done';
-  }, { once: true });
-  return img;
 }
 
 /** The page: `/admin`, or the slug in `/e/{slug}`, `/e/{slug}/organiser` or `/e/{slug}/screen`; else home. */

@@ -145,6 +145,8 @@ const UPLOAD_KEYS: &[&str] = &[
     "width",
     "height",
     "taken_at",
+    "captured_at",
+    "captured_from",
     "created_at",
     "status",
     "review",

@@ -7,8 +7,10 @@ mod common;
 
 use common::{Backend, TestApp};
 use reqwest::StatusCode;
+use serde_json::{Value, json};
 
 both_backends!(the_page_and_its_files_come_compressed_and_versioned_files_are_kept_for_good);
+both_backends!(a_guests_event_page_carries_what_it_would_ask_first);
 
 async fn get(app: &TestApp, path: &str, encoding: Option<&str>) -> reqwest::Response {
     let mut request = app.client.get(app.url(path));
@@ -78,4 +80,66 @@ async fn the_page_and_its_files_come_compressed_and_versioned_files_are_kept_for
     let other = get(&app, "/static/v-000000000000/util.js", None).await;
     assert_eq!((other.status(), header(&other, "cache-control")), (StatusCode::OK, Some("no-cache")));
     assert_eq!(get(&app, &format!("{version}/nothing.js"), None).await.status(), StatusCode::NOT_FOUND);
+}
+
+/// What a guest's event page carries in `#boot` (parsed as the page does), with the response.
+async fn boot(app: &TestApp, slug: &str, token: Option<&str>) -> (Option<String>, Option<Value>) {
+    let mut request = app.client.get(app.url(&format!("/e/{slug}")));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let page = request.send().await.expect("GET page");
+    assert_eq!(page.status(), StatusCode::OK);
+    let cache = header(&page, "cache-control").map(str::to_owned);
+    let html = page.text().await.expect("html");
+    let boot = html.split_once("<script type=\"application/json\" id=\"boot\">").map(|(_, rest)| {
+        let (json, _) = rest.split_once("</script>").expect("the boot element ends");
+        serde_json::from_str(json).expect("boot is JSON")
+    });
+    (cache, boot)
+}
+
+/// The guest's page carries the event, the server's limits and (for one of the event's guests)
+/// the guest, as the three requests it spares would answer; a name that would end the script
+/// element stays inside it; nothing of it is for a shared cache; an unknown event's page carries
+/// nothing.
+async fn a_guests_event_page_carries_what_it_would_ask_first(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let event = app.create_event().await;
+    let organiser = app.organiser_login(&event).await;
+    let name = "Anna & Ben</script><script>alert(1)</script>";
+    let renamed = app
+        .client
+        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
+        .bearer_auth(&organiser)
+        .json(&json!({"name": name}))
+        .send()
+        .await
+        .expect("rename");
+    assert_eq!(renamed.status(), StatusCode::OK);
+
+    let (cache, visitor) = boot(&app, &event.slug, None).await;
+    assert_eq!(cache.as_deref(), Some("private, no-cache"), "personal: never in a shared cache");
+    let visitor = visitor.expect("a visitor's page carries the event");
+    let (_, shown) = app.get_json(&format!("/api/v1/events/{}", event.slug), "").await;
+    assert_eq!(visitor["event"], shown, "the event as GET /events/{{slug}} shows it to a visitor");
+    assert_eq!(visitor["event"]["name"], name, "the name intact, inside the element");
+    assert!(visitor["event"].get("join_token").is_none(), "a visitor is not shown the join token");
+    assert!(visitor["me"].is_null(), "a visitor is no guest yet: the page asks for a name");
+    let info: Value = app.client.get(app.url("/api/v1/info")).send().await.expect("info").json().await.expect("json");
+    assert_eq!(visitor["info"], info);
+
+    let guest = app.join(&event, "Carla").await;
+    let (_, joined) = boot(&app, &event.slug, Some(&guest.token)).await;
+    let joined = joined.expect("a guest's page carries the guest");
+    let (_, me) = app.get_json("/api/v1/me", &guest.token).await;
+    assert_eq!(joined["me"], me);
+    assert_eq!(joined["me"]["display_name"], "Carla");
+
+    let other = app.create_event().await;
+    let (_, elsewhere) = boot(&app, &other.slug, Some(&guest.token)).await;
+    assert!(elsewhere.expect("the other event's page")["me"].is_null(), "a guest of one event is not another's");
+
+    let (_, unknown) = boot(&app, "no-such-event", None).await;
+    assert!(unknown.is_none(), "an unknown event's page asks for itself");
 }

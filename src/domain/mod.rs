@@ -3,6 +3,7 @@
 //! A value that does not parse is a domain error of its own; the HTTP edge maps it to a
 //! problem (`crate::error`), the command line prints it.
 
+mod capture;
 mod host_modes;
 mod ids;
 mod password;
@@ -10,6 +11,7 @@ mod status;
 mod text;
 mod upload_window;
 
+pub use capture::{CaptureSource, Captured};
 pub use host_modes::{Gallery, Review};
 pub use ids::{ClientUploadId, EventSlug, InvalidClientUploadId, InvalidEventSlug};
 pub use password::{OrganiserPassword, WeakPassword};

@@ -15,7 +15,7 @@ use super::extract::{Admin, JsonBody, Manager, Viewer};
 use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, either, refusals, schemas};
 use super::views::{EventJson, HostGallery, HostModesJson};
-use crate::db::events::EventChange;
+use crate::db::events::{EventChange, EventRow};
 use crate::domain::{EventName, EventSlug, Gallery, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{self, EventError, NewEvent};
@@ -110,26 +110,32 @@ async fn show(
 ) -> ApiResult<Response> {
     let slug = EventSlug::parse(&slug)?;
     let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
-    if viewer.is_ok_and(|v| v.is_organiser_of(event.id)) {
-        return Ok(Json(ShownEvent::Whole(EventJson::new(&event, &state.settings.public_url))).into_response());
-    }
-    let modes = HostModesJson::new(&event);
-    Ok(Json(ShownEvent::Public(PublicEvent {
-        page: PublicEventPage::new(&event),
-        slug: event.slug,
-        name: event.name,
-        uploads_open: event.uploads_open,
-        modes,
-    }))
-    .into_response())
+    Ok(Json(ShownEvent::to(&state, viewer.ok().as_ref(), event)).into_response())
 }
 
 /// What `show` answers: the whole event to its organiser, the public view to anyone else.
 #[derive(Serialize)]
 #[serde(untagged)]
-enum ShownEvent {
+pub(crate) enum ShownEvent {
     Whole(EventJson),
     Public(PublicEvent),
+}
+
+impl ShownEvent {
+    /// `event` as `viewer` is shown it (by `show`, and in a guest's event page).
+    pub(crate) fn to(state: &AppState, viewer: Option<&Viewer>, event: EventRow) -> Self {
+        if viewer.is_some_and(|v| v.is_organiser_of(event.id)) {
+            return ShownEvent::Whole(EventJson::new(&event, &state.settings.public_url));
+        }
+        let modes = HostModesJson::new(&event);
+        ShownEvent::Public(PublicEvent {
+            page: PublicEventPage::new(&event),
+            slug: event.slug,
+            name: event.name,
+            uploads_open: event.uploads_open,
+            modes,
+        })
+    }
 }
 
 // `anyOf`, not `oneOf`: the whole event has every member of the public view, so an organiser's answer matches
@@ -142,7 +148,7 @@ either!(
 /// The event's name, whether uploads are open, the guests' page and the host modes: what its join page shows before
 /// anyone joined.
 #[derive(Serialize, ToSchema)]
-struct PublicEvent {
+pub(crate) struct PublicEvent {
     slug: String,
     name: String,
     uploads_open: bool,

@@ -16,7 +16,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::{JsonBody, Viewer};
-use super::gallery::{DEFAULT_PAGE, decode_cursor, encode_cursor, page_size};
+use super::gallery::{DEFAULT_PAGE, decode_listing_cursor, encode_listing_cursor, page_size};
 use super::idempotency::{Keyed, Write};
 use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
 use super::views::GuestRef;
@@ -35,7 +35,7 @@ pub fn routes(keyed: &Keyed) -> OpenApiRouter<AppState> {
         .routes(keyed.route(routes!(delete_message)))
 }
 
-/// Which listing a guestbook cursor pages through (`gallery::encode_cursor`).
+/// Which listing a guestbook cursor pages through (`gallery::encode_listing_cursor`).
 const GUESTBOOK_CURSOR: &[u8] = b"confetti guestbook cursor";
 
 /// A message in the event's guestbook.
@@ -153,7 +153,7 @@ async fn list_messages(
     };
     let before = match params.cursor.as_deref() {
         None | Some("") => None,
-        Some(raw) => Some(decode_cursor(GUESTBOOK_CURSOR, event.id, raw)?),
+        Some(raw) => Some(decode_listing_cursor(GUESTBOOK_CURSOR, event.id, raw)?),
     };
     let review = match params.review.as_deref() {
         None | Some("") => None,
@@ -174,7 +174,7 @@ async fn list_messages(
     let mut rows = state.db.list_messages(&query).await?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
-        rows.last().map(|r| encode_cursor(GUESTBOOK_CURSOR, event.id, r.id))
+        rows.last().map(|r| encode_listing_cursor(GUESTBOOK_CURSOR, event.id, r.id))
     } else {
         None
     };

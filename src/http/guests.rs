@@ -17,6 +17,7 @@ use super::client_addr::ClientAddr;
 use super::extract::{Guest, JsonBody};
 use super::openapi::{SlugParam, refusals, schemas};
 use crate::auth::{self, GUEST_COOKIE, GUEST_PREFIX};
+use crate::db::guests::GuestRow;
 use crate::domain::{DisplayName, EventSlug};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
@@ -54,7 +55,7 @@ struct JoinedGuest {
 }
 
 #[derive(Serialize, ToSchema)]
-struct Me {
+pub(crate) struct Me {
     id: Uuid,
     display_name: String,
     /// The event's slug.
@@ -143,16 +144,23 @@ async fn join(
     ),
 )]
 async fn me(State(state): State<AppState>, Guest(guest): Guest) -> ApiResult<Json<Me>> {
-    let upload_count = state.db.guest_upload_count(guest.id).await?;
-    Ok(Json(Me {
-        id: guest.id,
-        display_name: guest.display_name,
-        event: guest.event_slug,
-        quota_bytes: guest.quota_bytes,
-        used_bytes: guest.used_bytes,
-        upload_count,
-        blocked: guest.blocked,
-    }))
+    Ok(Json(Me::of(&state, guest).await?))
+}
+
+impl Me {
+    /// What `GET /api/v1/me` answers `guest` (and a guest's event page carries).
+    pub(crate) async fn of(state: &AppState, guest: GuestRow) -> ApiResult<Self> {
+        let upload_count = state.db.guest_upload_count(guest.id).await?;
+        Ok(Me {
+            id: guest.id,
+            display_name: guest.display_name,
+            event: guest.event_slug,
+            quota_bytes: guest.quota_bytes,
+            used_bytes: guest.used_bytes,
+            upload_count,
+            blocked: guest.blocked,
+        })
+    }
 }
 
 refusals!(JoinEventRefusals {

@@ -185,26 +185,33 @@ refusals!(ReadyzRefusals {
     ),
 )]
 async fn info(State(state): State<AppState>) -> Json<Info> {
-    Json(Info {
-        name: "confetti",
-        version: env!("CARGO_PKG_VERSION"),
-        capabilities: if state.resumable.available() { WITH_RESUMABLE } else { CAPABILITIES },
-        limits: Limits {
-            max_upload_bytes: state.settings.max_upload_bytes,
-            max_image_pixels: state.settings.max_image_pixels,
-            max_video_bytes: state.settings.max_video_bytes,
-            max_video_seconds: state.settings.max_video_seconds,
-            resumable_expiry_s: state.settings.resumable_expiry_s,
-        },
-        idempotency: KeyTiming {
-            retention_s: state.settings.idempotency_retention_s,
-            lease_s: state.settings.idempotency_lease_s,
-        },
-    })
+    Json(Info::of(&state))
+}
+
+impl Info {
+    /// What `GET /api/v1/info` answers (and a guest's event page carries).
+    pub(crate) fn of(state: &AppState) -> Self {
+        Info {
+            name: "confetti",
+            version: env!("CARGO_PKG_VERSION"),
+            capabilities: if state.resumable.available() { WITH_RESUMABLE } else { CAPABILITIES },
+            limits: Limits {
+                max_upload_bytes: state.settings.max_upload_bytes,
+                max_image_pixels: state.settings.max_image_pixels,
+                max_video_bytes: state.settings.max_video_bytes,
+                max_video_seconds: state.settings.max_video_seconds,
+                resumable_expiry_s: state.settings.resumable_expiry_s,
+            },
+            idempotency: KeyTiming {
+                retention_s: state.settings.idempotency_retention_s,
+                lease_s: state.settings.idempotency_lease_s,
+            },
+        }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
-struct Info {
+pub(crate) struct Info {
     #[schema(schema_with = confetti)]
     name: &'static str,
     /// The server's version.

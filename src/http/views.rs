@@ -210,9 +210,17 @@ pub struct UploadJson {
     /// As displayed (EXIF orientation applied).
     #[schema(minimum = 0)]
     pub height: i32,
-    /// From the photo's EXIF, when it says.
+    /// When it was taken, as its file says: a photo's EXIF `DateTimeOriginal` (with `OffsetTimeOriginal`, else
+    /// `OffsetTime`; without either it is read as UTC), a video's movie header (MP4, MOV). Null when the file says
+    /// nothing, or a time after its upload.
     #[schema(required = true, format = DateTime)]
     pub taken_at: Option<String>,
+    /// When it was taken as far as the server can tell: `taken_at`, else the upload time (`created_at`); never after
+    /// the upload. The order of `order=taken` listings.
+    #[schema(format = DateTime)]
+    pub captured_at: String,
+    #[schema(schema_with = captured_from)]
+    pub captured_from: &'static str,
     #[schema(format = DateTime)]
     pub created_at: String,
     #[schema(schema_with = upload_status)]
@@ -259,6 +267,14 @@ fn upload_kind() -> utoipa::openapi::Object {
         .build()
 }
 
+fn captured_from() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["exif", "video", "upload"]))
+        .description(Some("Where `captured_at` comes from: `exif` (the photo's EXIF), `video` (the video's movie header), `upload` (the file says nothing usable: the upload time)."))
+        .build()
+}
+
 fn upload_review() -> utoipa::openapi::Object {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
@@ -289,6 +305,8 @@ impl UploadJson {
             width: row.width,
             height: row.height,
             taken_at: row.taken_at.map(rfc3339),
+            captured_at: rfc3339(row.captured_at),
+            captured_from: row.captured_from.as_str(),
             created_at: rfc3339(row.created_at),
             status: if row.hidden { "hidden".into() } else { row.status.as_str().into() },
             review: row.review.as_str(),
