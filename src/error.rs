@@ -51,7 +51,7 @@ error_codes! {
     InvalidCredentials = "invalid_credentials", UNAUTHORIZED,
         "Organiser login: wrong password.";
     Forbidden = "forbidden", FORBIDDEN,
-        "The caller is authenticated but may not do this (organiser-only or admin-only action, another guest's upload, another event's organiser, an organiser liking or commenting).";
+        "The caller is authenticated but may not do this (organiser-only or admin-only action, another guest's upload, another event's organiser, an organiser liking, commenting or writing in the guestbook).";
     WrongEvent = "wrong_event", FORBIDDEN,
         "The guest joined another event than the one in the path.";
     UploadsClosed = "uploads_closed", FORBIDDEN,
@@ -106,6 +106,8 @@ error_codes! {
         "Uploading: the caption is longer than 500 characters.";
     InvalidComment = "invalid_comment", UNPROCESSABLE_ENTITY,
         "Commenting: the text is empty (after trimming) or longer than 1000 characters.";
+    InvalidGuestbookMessage = "invalid_guestbook_message", UNPROCESSABLE_ENTITY,
+        "Writing in the guestbook: the text is empty (after cleaning and trimming) or longer than 500 characters.";
     InvalidRequest = "invalid_request", BAD_REQUEST,
         "The JSON body is malformed, is not `application/json`, or misses a field; or a field or query value is out of range (empty or over-long event name, negative quota, non-numeric `limit`, a member other than `hidden` or `approved` when changing an upload, an unknown `gallery` mode); or a path segment that is not valid UTF-8, or a query parameter given twice.";
     InvalidCursor = "invalid_cursor", BAD_REQUEST,
@@ -141,7 +143,7 @@ error_codes! {
     InvalidUploadWindow = "invalid_upload_window", UNPROCESSABLE_ENTITY,
         "Changing an event: an end of the upload window is not an RFC 3339 time, or `uploads_open_from` is not before `uploads_open_until`.";
     GuestBlocked = "guest_blocked", FORBIDDEN,
-        "The event's organiser blocked this guest: new uploads, likes and comments are refused (replays of earlier uploads still answer).";
+        "The event's organiser blocked this guest: new uploads, likes, comments and guestbook messages are refused (replays of earlier uploads still answer).";
     CoOrganiserLimit = "co_organiser_limit", CONFLICT,
         "Adding a co-organiser: the event already has 10 that are not revoked.";
     UploadNotDeleted = "upload_not_deleted", CONFLICT,
@@ -245,6 +247,8 @@ pub enum ApiError {
     Forbidden => Forbidden,
     #[error("likes and comments are for the event's guests; organisers moderate")]
     GuestsOnly => Forbidden,
+    #[error("the guestbook is for the event's guests; organisers moderate it")]
+    GuestbookForGuests => Forbidden,
     #[error("you joined another event")]
     WrongEvent => WrongEvent,
     #[error("a request carrying cookies must come from this server's own pages")]
@@ -275,6 +279,8 @@ pub enum ApiError {
     InvalidCaption(String) => InvalidCaption,
     #[error("{0}")]
     InvalidComment(String) => InvalidComment,
+    #[error("{0}")]
+    InvalidGuestbookMessage(String) => InvalidGuestbookMessage,
     #[error("{0}")]
     InvalidRequest(String) => InvalidRequest,
     #[error("{0}")]
@@ -494,6 +500,7 @@ impl From<InvalidText> for ApiError {
             InvalidText::EventName(why) => ApiError::InvalidRequest(why),
             InvalidText::Caption(why) => ApiError::InvalidCaption(why),
             InvalidText::Comment(why) => ApiError::InvalidComment(why),
+            InvalidText::GuestbookMessage(why) => ApiError::InvalidGuestbookMessage(why),
             InvalidText::WelcomeText(why) => ApiError::InvalidWelcomeText(why),
         }
     }

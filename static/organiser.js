@@ -20,6 +20,7 @@ import { blockButton, BlockedGuestsCard } from './blocks-view.js';
 import { CoOrganisersCard } from './co-organisers-view.js';
 import { EventNameForm } from './event-name-view.js';
 import { ScreenLinkCard } from './screen-link-card.js';
+import { GuestbookCard } from './guestbook-card.js';
 
 export async function organiserPage({ slug, event, main, messages }) {
   let current = event;
@@ -137,6 +138,7 @@ export async function organiserPage({ slug, event, main, messages }) {
   // ---- people: co-organisers and blocked guests (co-organisers-view.js, blocks-view.js) ----
   const coOrganisers = new CoOrganisersCard({ slug, messages });
   const blockedGuests = new BlockedGuestsCard({ slug, messages, onUnblocked: () => {} });
+  const guestbookCard = new GuestbookCard({ slug, messages });
   /** A guest was blocked: their photos are hidden now, so their tiles are read again. */
   function guestBlocked(standing) {
     blockedGuests.refresh();
@@ -161,6 +163,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     blockedGuests.el,
     h('div', { class: 'actions' }, h('div', { class: 'export-group' }, zip, hiddenNote, zipHidden, zipPending), showButton),
     pendingList.el,
+    guestbookCard.el,
     labels.gallery,
     count,
     galleryRoot,
@@ -332,6 +335,7 @@ export async function organiserPage({ slug, event, main, messages }) {
         slideshow.arrived(u);
         pendingList.seen(u);
       });
+      guestbookCard.start(gallery.source);
       coOrganisers.refresh();
       blockedGuests.refresh();
     }

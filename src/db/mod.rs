@@ -15,6 +15,7 @@ pub mod derivatives;
 pub mod event_admin;
 pub mod event_page;
 pub mod events;
+pub mod guestbook;
 pub mod guests;
 pub mod idempotency;
 pub mod instances;

@@ -33,7 +33,7 @@ struct ListParams {
 
 /// The page size's bounds: `list_uploads` clamps `limit` to them, and the document says them.
 const MIN_PAGE: i64 = 1;
-const DEFAULT_PAGE: i64 = 50;
+pub(super) const DEFAULT_PAGE: i64 = 50;
 const MAX_PAGE: i64 = 100;
 
 /// Written by hand so that the bounds the document states are the constants the server clamps to.
@@ -171,7 +171,7 @@ async fn list_uploads(
 }
 
 /// `limit` clamped: a whole number too large (or too small) for 64 bits is clamped like any other.
-fn page_size(raw: &str) -> ApiResult<i64> {
+pub(super) fn page_size(raw: &str) -> ApiResult<i64> {
     use std::num::IntErrorKind;
     match raw.parse::<i64>() {
         Ok(limit) => Ok(limit.clamp(MIN_PAGE, MAX_PAGE)),
@@ -184,32 +184,46 @@ fn page_size(raw: &str) -> ApiResult<i64> {
 /// The last upload of a page, and a check that ties it to the event's listing in one order: a cursor this server
 /// did not give out for this event and this order is refused rather than read as a position.
 fn encode_cursor(event_id: Uuid, order: ListOrder, last: Uuid) -> String {
-    let mut bytes = last.as_bytes().to_vec();
-    bytes.extend_from_slice(&cursor_check(event_id, order, last));
-    URL_SAFE_NO_PAD.encode(bytes)
+    encode_listing_cursor(listing(order), event_id, last)
 }
 
 fn decode_cursor(event_id: Uuid, order: ListOrder, raw: &str) -> ApiResult<Uuid> {
+    decode_listing_cursor(listing(order), event_id, raw)
+}
+
+/// Which listing a cursor pages through. Upload order's is what it was before there were two orders: its cursors
+/// given out then still page.
+fn listing(order: ListOrder) -> &'static [u8] {
+    match order {
+        ListOrder::Uploaded => b"confetti gallery cursor",
+        ListOrder::Taken => b"confetti gallery cursor, by capture time",
+    }
+}
+
+/// The last item of a page of `listing` (a name of the listing: the gallery in one order, the guestbook), and a
+/// check that ties it to that listing of the event: a cursor of another listing or event is refused.
+pub(super) fn encode_listing_cursor(listing: &[u8], event_id: Uuid, last: Uuid) -> String {
+    let mut bytes = last.as_bytes().to_vec();
+    bytes.extend_from_slice(&cursor_check(listing, event_id, last));
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+pub(super) fn decode_listing_cursor(listing: &[u8], event_id: Uuid, raw: &str) -> ApiResult<Uuid> {
     URL_SAFE_NO_PAD
         .decode(raw)
         .ok()
         .filter(|bytes| bytes.len() == 16 + CURSOR_CHECK)
         .and_then(|bytes| {
-            Uuid::from_slice(&bytes[..16]).ok().filter(|id| bytes[16..] == cursor_check(event_id, order, *id))
+            Uuid::from_slice(&bytes[..16]).ok().filter(|id| bytes[16..] == cursor_check(listing, event_id, *id))
         })
         .ok_or_else(|| ApiError::InvalidCursor("the cursor is not one this server gave out for this listing".into()))
 }
 
 const CURSOR_CHECK: usize = 6;
 
-/// Upload order's check is what it was before there were two orders: its cursors given out then still page.
-fn cursor_check(event_id: Uuid, order: ListOrder, last: Uuid) -> [u8; CURSOR_CHECK] {
+fn cursor_check(listing: &[u8], event_id: Uuid, last: Uuid) -> [u8; CURSOR_CHECK] {
     use sha2::{Digest, Sha256};
-    let domain: &[u8] = match order {
-        ListOrder::Uploaded => b"confetti gallery cursor",
-        ListOrder::Taken => b"confetti gallery cursor, by capture time",
-    };
-    let digest = Sha256::new().chain_update(domain).chain_update(event_id).chain_update(last).finalize();
+    let digest = Sha256::new().chain_update(listing).chain_update(event_id).chain_update(last).finalize();
     let mut check = [0; CURSOR_CHECK];
     check.copy_from_slice(&digest[..CURSOR_CHECK]);
     check

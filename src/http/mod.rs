@@ -14,6 +14,7 @@ pub mod events;
 pub mod export;
 pub mod extract;
 pub mod gallery;
+pub mod guestbook;
 pub mod guests;
 pub mod idempotency;
 pub mod live;
@@ -57,6 +58,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(resumable::routes())
         .merge(gallery::routes())
         .merge(reactions::routes(&keyed))
+        .merge(guestbook::routes(&keyed))
         .merge(export::routes())
         .merge(live::routes())
         .merge(media::routes())
