@@ -20,6 +20,7 @@ pub mod idempotency;
 pub mod instances;
 pub mod likes;
 pub mod live;
+pub mod moderation;
 pub mod organiser_logins;
 pub mod resumable;
 pub mod screens;

@@ -14,5 +14,7 @@ pub use host_modes::{Gallery, Review};
 pub use ids::{ClientUploadId, EventSlug, InvalidClientUploadId, InvalidEventSlug};
 pub use password::{OrganiserPassword, WeakPassword};
 pub use status::{MediaKind, UploadStatus};
-pub use text::{Caption, CommentText, DisplayName, EventName, FileName, InvalidText, WelcomeText, is_format};
+pub use text::{
+    Caption, CommentText, DisplayName, EventName, FileName, InvalidText, RejectReason, WelcomeText, is_format,
+};
 pub use upload_window::{InvalidUploadWindow, UploadWindow, WindowState, parse_window_end, rfc3339};
