@@ -29,7 +29,8 @@ export class ReviewView {
     this.messages = new MessageArea();
     this.reason = h('input', { type: 'text', id: 'review-reason', name: 'reason', maxlength: 200, autocomplete: 'off', 'data-testid': 'review-reason' });
     this.dialog = h('dialog', { class: 'review', 'data-testid': 'review', 'aria-labelledby': 'review-title' });
-    this.dialog.addEventListener('keydown', (e) => this.key(e));
+    // On the document: the control that had the focus may be gone with the photo it belonged to.
+    document.addEventListener('keydown', (e) => this.dialog.open && this.key(e));
     this.dialog.addEventListener('close', () => {
       this.queue = [];
       this.messages.clear();
@@ -59,7 +60,7 @@ export class ReviewView {
     const next = this.index + step;
     if (next < 0 || next >= this.queue.length) return;
     this.index = next;
-    this.render();
+    this.render({ keepFocus: true });
   }
 
   /** A photo arrived or changed while the view is open: a new waiting one joins the end. */

@@ -133,6 +133,6 @@ export class Selection {
       this.buttons[action].disabled = n === 0;
     }
     this.reasonLabel.textContent = t('review_reason');
-    this.reason.placeholder = t('review_reason');
+    this.reason.placeholder = t('reject_reason_placeholder');
   }
 }

@@ -142,7 +142,12 @@ for (const backend of backends()) {
         const page = await context.newPage();
         const problems = watchConsole(page);
         await login(page, server, event);
-        await page.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile[data-picture=thumb] img').length === 36 && [...document.querySelectorAll('[data-testid=gallery] .tile img')].every((i) => i.complete), null, { timeout: 60_000 });
+        // The gallery loads 30 at a time, the rest as one scrolls.
+        await eventually(async () => {
+          await page.evaluate(() => document.querySelector('[data-testid=gallery] .tile:last-child')?.scrollIntoView());
+          return (await page.locator('[data-testid=gallery] .tile[data-picture=thumb]').count()) === 36;
+        }, { timeout: 60_000, what: '36 tiles' });
+        await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=gallery] .tile img')].every((i) => i.complete), null, { timeout: 60_000 });
         assert.equal(await page.locator('[data-testid=gallery] .tile button').count(), 36, 'one control per tile: the photo itself');
         const height = await page.evaluate(() => document.documentElement.scrollHeight);
         const grid = await page.evaluate(() => document.querySelector('[data-testid=gallery]').getBoundingClientRect().height);
