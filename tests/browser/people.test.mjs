@@ -60,7 +60,7 @@ for (const backend of backends()) {
         });
       });
 
-      await t.test('a guest blocked from a photo's lightbox sees that the hosts stopped their uploads', async () => {
+      await t.test('a guest blocked from a photo’s lightbox sees that the hosts stopped their uploads', async () => {
         const event = await server.createEvent({ name: 'Block' });
         const guestContext = await phone(f.browser, { locale: 'en-GB' });
         try {
