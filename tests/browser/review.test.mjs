@@ -2,7 +2,8 @@
 // 50 waiting photos by keyboard (timed: the figure for "time to approve 50 waiting photos"),
 // rejects one with a reason its sender then reads on their own tile, and steps with the arrow
 // keys; the gallery's selection mode hides several photos in one request; the dashboard of 36
-// photos stays short (no buttons under the tiles) and has one download button. Phone and
+// photos stays short (no buttons under the tiles) and has one download button; unblocking a
+// guest can show their photos again. Phone and
 // desktop screenshots of the dashboard, the review view and the selection mode.
 
 import { test } from 'node:test';
@@ -159,6 +160,8 @@ for (const backend of backends()) {
         await page.click('[data-testid=download-menu] > summary');
         assert.equal(await page.isVisible('a[data-action=download]'), true);
         assert.equal(await page.isVisible('a[data-action=download-with-pending]'), true, 'two photos wait');
+        await page.locator('[data-testid=download-menu]').scrollIntoViewIfNeeded();
+        await screenshot(page, `review-download-menu-${size}-${backend}`);
         await page.locator('[data-testid=gallery]').scrollIntoViewIfNeeded();
         await screenshot(page, `review-dashboard-${size}-${backend}`);
         await page.click('[data-testid=download-menu] > summary');
@@ -201,6 +204,23 @@ for (const backend of backends()) {
         await page.locator('dialog.lightbox[open] button[data-action=block-guest]').waitFor();
         assert.equal(await page.locator('dialog.lightbox[open] button[data-action=set-cover]').count(), 1);
         await page.keyboard.press('Escape');
+
+        if (size === 'desktop') {
+          // Blocked, then "Unblock and show their photos again": what the block hid comes back,
+          // the photos hidden by hand stay hidden.
+          const guestId = uploads[0].guest.id;
+          const blocked = await server.call('POST', `/api/v1/events/${event.slug}/guests/${guestId}/block`, { token: event.organiserToken });
+          assert.equal(blocked.status, 200);
+          await page.reload();
+          await page.locator('[data-testid=blocked-guests] button[data-action=unblock-and-show]').click();
+          await page.locator('.blocked-guests').waitFor({ state: 'hidden' });
+          const after = await eventually(async () => {
+            const items = await server.uploads(event);
+            return items.filter((u) => u.status === 'hidden').length === 7 ? items : null;
+          }, { what: 'the photos the block hid shown again' });
+          for (const u of chosen) assert.equal(after.find((x) => x.id === u.id).status, 'hidden', 'hidden by hand: still hidden');
+          await page.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile[data-status=hidden]').length === 7, null, { timeout: 20_000 });
+        }
         assert.deepEqual(problems, []);
       }
     } finally {
