@@ -148,6 +148,10 @@ error_codes! {
         "Adding a co-organiser: the event already has 10 that are not revoked.";
     UploadNotDeleted = "upload_not_deleted", CONFLICT,
         "Restoring an upload that is not deleted.";
+    SelectionTooLarge = "selection_too_large", UNPROCESSABLE_ENTITY,
+        "Moderating several photos at once: more than 200 upload ids in one request.";
+    InvalidReason = "invalid_reason", UNPROCESSABLE_ENTITY,
+        "Moderating several photos at once: a `reason` longer than 200 characters, or a `reason` with another action than `reject`.";
     UndoExpired = "undo_expired", GONE,
         "Restoring a deleted upload after its undo grace, or once its bytes are being (or were) removed; or one its uploader deleted.";
 }
@@ -314,6 +318,10 @@ pub enum ApiError {
     CoOrganiserLimit { limit: i64 } => CoOrganiserLimit,
     #[error("this photo is not deleted")]
     UploadNotDeleted => UploadNotDeleted,
+    #[error("{count} photos selected; at most {limit} are moderated in one request")]
+    SelectionTooLarge { count: usize, limit: usize } => SelectionTooLarge,
+    #[error("{0}")]
+    InvalidReason(String) => InvalidReason,
     #[error("this photo can no longer be restored")]
     UndoExpired => UndoExpired,
     #[error("the upload's length is missing: send Upload-Length")]
@@ -502,6 +510,7 @@ impl From<InvalidText> for ApiError {
             InvalidText::Comment(why) => ApiError::InvalidComment(why),
             InvalidText::GuestbookMessage(why) => ApiError::InvalidGuestbookMessage(why),
             InvalidText::WelcomeText(why) => ApiError::InvalidWelcomeText(why),
+            InvalidText::RejectReason(why) => ApiError::InvalidReason(why),
         }
     }
 }

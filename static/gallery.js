@@ -37,9 +37,14 @@ export class Gallery {
    * @param {import('./messages.js').MessageArea} o.messages the page's, for what outlives the lightbox
    * @param {(upload) => (Blob | null)} [o.localBlob] the photo's bytes still held by this page's
    *   upload queue, drawn while the server has no thumbnail of it yet
+   * @param {(upload) => HTMLElement[]} [o.extraActions] more controls for the lightbox (the
+   *   organiser's Block and Set as cover)
    */
-  constructor({ slug, root, viewer, onDeleted, messages, localBlob }) {
+  constructor({ slug, root, viewer, onDeleted, messages, localBlob, extraActions }) {
     this.slug = slug;
+    this.extraActions = extraActions || (() => []);
+    // The organiser's selection (selection.js), while it exists: a tap selects instead of opening.
+    this.selection = null;
     this.localBlob = localBlob || (() => null);
     // Object URLs of queued photos shown in place of a thumbnail not made yet, by upload id.
     this.localUrls = new Map();
@@ -182,6 +187,7 @@ export class Gallery {
     this.order = this.order.filter((x) => x !== id);
     this.grid.querySelector(`[data-upload-id="${id}"]`)?.remove();
     if (this.lightbox.current === id) this.lightbox.close();
+    this.selection?.forget(id);
     this.forgetLocal(id);
     this.renderFooter();
     this.emit();
@@ -297,19 +303,24 @@ export class Gallery {
       ? h('span', { class: 'tile-video', 'data-testid': 'tile-video', 'aria-hidden': 'true' }, h('span', { class: 'tile-play' }, '▶'), durationText(u.duration_s))
       : null;
     const pending = u.review === REVIEW.PENDING;
-    const badge = u.status === STATUS.HIDDEN ? t('hidden') : pending ? t('badge_pending') : u.status === STATUS.PROCESSING ? t('processing') : u.status === STATUS.FAILED ? t('failed') : null;
+    const badge = u.rejected ? t('rejected') : u.status === STATUS.HIDDEN ? t('hidden') : pending ? t('badge_pending') : u.status === STATUS.PROCESSING ? t('processing') : u.status === STATUS.FAILED ? t('failed') : null;
     const picture = this.picture(u);
+    // While the organiser selects, a tap selects (the button says whether it is pressed).
+    const selecting = Boolean(this.selection?.active);
+    const chosen = selecting && this.selection.has(u.id);
     return h(
       'li',
-      { class: 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-review': u.review || REVIEW.APPROVED, 'data-mine': mine ? 'true' : 'false', 'data-picture': picture.kind },
+      { class: chosen ? 'tile selected' : 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-review': u.review || REVIEW.APPROVED, 'data-rejected': u.rejected ? 'true' : undefined, 'data-mine': mine ? 'true' : 'false', 'data-picture': picture.kind },
       h(
         'button',
-        { type: 'button', class: 'tile-open', 'aria-label': tileLabel(u), onclick: () => this.lightbox.open(u.id) },
+        { type: 'button', class: 'tile-open', 'aria-label': tileLabel(u), 'aria-pressed': selecting ? String(chosen) : undefined, onclick: () => (this.selection?.active ? this.selection.toggle(u.id) : this.lightbox.open(u.id)) },
         picture.el,
         video,
       ),
       badge ? h('span', { class: 'badge' }, badge) : null,
       u.likes > 0 ? h('span', { class: 'tile-likes' }, t('likes', { n: u.likes })) : null,
+      // A rejected photo tells its sender why (only they and the organiser see it).
+      u.rejected ? h('p', { class: 'tile-reason', 'data-testid': 'tile-reason' }, u.rejected_reason ? t('rejected_reason', { reason: u.rejected_reason }) : t('rejected_no_reason')) : null,
     );
   }
 

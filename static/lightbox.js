@@ -240,6 +240,7 @@ export class Lightbox {
     if (viewer.organiser && u.review === REVIEW.PENDING) actions.append(approveButton(u, { messages: this.messages, onChanged: (changed) => this.hidden(changed) }));
     if (viewer.organiser) actions.append(hideButton(u, { messages: this.messages, onChanged: (changed) => this.hidden(changed) }));
     if (mine || viewer.organiser) actions.append(deleteButton(u, { messages: this.messages, onDeleted: () => this.deleted(u.id) }));
+    if (viewer.organiser) actions.append(...this.gallery.extraActions(u, this.messages));
     this.prevButton = h('button', { type: 'button', class: 'icon nav prev', 'data-action': 'previous', 'aria-label': t('previous'), onclick: () => this.step(-1) }, '‹');
     this.nextButton = h('button', { type: 'button', class: 'icon nav next', 'data-action': 'next', 'aria-label': t('next'), onclick: () => this.step(1) }, '›');
     const stage = h('div', { class: 'lightbox-stage', 'data-testid': 'lightbox-stage' }, this.picture(u, { from }), this.prevButton, this.nextButton);

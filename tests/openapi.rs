@@ -93,6 +93,7 @@ const KEYED_WRITES: &[(&str, &str, &str)] = &[
     ("delete", "/api/v1/events/{slug}/co-organisers/{id}", "204"),
     ("post", "/api/v1/events/{slug}/guests/{id}/block", "200"),
     ("delete", "/api/v1/events/{slug}/guests/{id}/block", "200"),
+    ("post", "/api/v1/events/{slug}/uploads/moderation", "200"),
     ("post", "/api/v1/uploads/{id}/restore", "200"),
     ("post", "/api/v1/events/{slug}/screen-link", "201"),
     ("delete", "/api/v1/events/{slug}/screen-link", "204"),
@@ -156,6 +157,8 @@ const UPLOAD_KEYS: &[&str] = &[
     "urls",
     "placeholder",
     "failure",
+    "rejected",
+    "rejected_reason",
 ];
 
 /// The node a local `$ref` (`#/a/b`) points to.

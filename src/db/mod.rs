@@ -22,6 +22,7 @@ pub mod instances;
 pub mod lease;
 pub mod likes;
 pub mod live;
+pub mod moderation;
 pub mod organiser_logins;
 pub mod resumable;
 pub mod screens;

@@ -59,6 +59,9 @@ pub struct UploadRow {
     pub poster: bool,
     /// Why its processing failed, when it did.
     pub failure: Option<String>,
+    /// Why the organiser rejected it (hidden with a reason for its uploader): `Some("")` for a
+    /// rejection without one; `None` while it is not rejected.
+    pub rejected_reason: Option<String>,
 }
 
 impl UploadRow {
@@ -155,7 +158,8 @@ macro_rules! upload_select {
                     u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
                     u.height, u.taken_at, u.captured_at, u.captured_from, u.created_at, u.status, u.hidden, u.deleted_at, u.review,
                     e.gallery AS event_gallery, e.gallery_opens_at AS event_gallery_opens_at,
-                    u.webp_thumb, u.avif_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, u.failure, ",
+                    u.webp_thumb, u.avif_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, u.failure,
+                    u.rejected_reason, ",
             $counts,
             " FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "
         )
@@ -415,10 +419,12 @@ impl Tx {
 
     /// Hides or shows a live upload. `Some(Some(status))` when it changed (its status, read
     /// under the row lock the change holds until commit), `Some(None)` when it already was so,
-    /// `None` when it is deleted or unknown.
+    /// `None` when it is deleted or unknown. The organiser's own choice: a rejection's reason and
+    /// the mark of a block's hiding go with it.
     pub async fn set_upload_hidden(&mut self, id: Uuid, hidden: bool) -> sqlx::Result<Option<Option<UploadStatus>>> {
         let changed: Option<String> = on_tx!(self, tx => sqlx::query_scalar(
-            "UPDATE uploads SET hidden = $2 WHERE id = $1 AND deleted_at IS NULL AND hidden <> $2 RETURNING status",
+            "UPDATE uploads SET hidden = $2, rejected_reason = NULL, hidden_by_block = FALSE
+             WHERE id = $1 AND deleted_at IS NULL AND hidden <> $2 RETURNING status",
         )
         .bind(id)
         .bind(hidden)

@@ -17,6 +17,7 @@ pub use ids::{ClientUploadId, EventSlug, InvalidClientUploadId, InvalidEventSlug
 pub use password::{OrganiserPassword, WeakPassword};
 pub use status::{MediaKind, UploadStatus};
 pub use text::{
-    Caption, CommentText, DisplayName, EventName, FileName, GuestbookText, InvalidText, WelcomeText, is_format,
+    Caption, CommentText, DisplayName, EventName, FileName, GuestbookText, InvalidText, RejectReason, WelcomeText,
+    is_format,
 };
 pub use upload_window::{InvalidUploadWindow, UploadWindow, WindowState, parse_window_end, rfc3339};

@@ -28,6 +28,8 @@ pub enum InvalidText {
     GuestbookMessage(String),
     #[error("{0}")]
     WelcomeText(String),
+    #[error("{0}")]
+    RejectReason(String),
 }
 
 /// Unicode general category Cf ("Format"), Unicode 16.0, from the Unicode Character Database
@@ -219,6 +221,30 @@ impl Caption {
 
     pub fn into_string(self) -> String {
         self.0
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Why the organiser rejected a photo, shown to its uploader: one line of at most 200
+/// characters; an empty reason is a rejection without one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectReason(String);
+
+impl RejectReason {
+    pub const MAX_CHARS: usize = 200;
+
+    pub fn parse(raw: &str) -> Result<Self, InvalidText> {
+        let text = clean(raw, Lines::One);
+        match text.chars().count() {
+            n if n > Self::MAX_CHARS => Err(InvalidText::RejectReason(format!(
+                "the reason has {n} characters; at most {} are allowed",
+                Self::MAX_CHARS
+            ))),
+            _ => Ok(Self(text)),
+        }
     }
 
     pub fn as_str(&self) -> &str {

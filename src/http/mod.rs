@@ -19,6 +19,7 @@ pub mod guests;
 pub mod idempotency;
 pub mod live;
 pub mod media;
+pub mod moderation;
 pub mod multipart;
 pub mod negotiate;
 pub mod openapi;
@@ -64,6 +65,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(media::routes())
         .merge(co_organisers::routes(&keyed))
         .merge(blocks::routes(&keyed))
+        .merge(moderation::routes(&keyed))
         .merge(restore::routes(&keyed))
         .merge(screens::routes(&keyed))
         .split_for_parts();

@@ -246,6 +246,13 @@ pub struct UploadJson {
     /// out of its memory or time twice); null otherwise.
     #[schema(required = true, max_length = 500, examples("the decoder crashed on this file (signal 11)"))]
     pub failure: Option<String>,
+    /// Whether the organiser rejected it: hidden (`status` `hidden`) with a reason for its uploader. Showing or
+    /// approving it again lifts the rejection. Only the organiser and its uploader ever see a hidden upload.
+    pub rejected: bool,
+    /// Why the organiser rejected it, for its uploader's eyes; null when it is not rejected or was rejected without
+    /// a reason.
+    #[schema(required = true, max_length = 200, examples("Please no photos of the children"))]
+    pub rejected_reason: Option<String>,
 }
 
 /// `status`: the processing states, and `hidden` over them.
@@ -320,6 +327,8 @@ impl UploadJson {
             },
             placeholder: row.placeholder.as_deref().filter(|_| ready).map(|hash| STANDARD.encode(hash)),
             failure: row.failure.clone().filter(|_| row.status == UploadStatus::Failed),
+            rejected: row.rejected_reason.is_some(),
+            rejected_reason: row.rejected_reason.clone().filter(|reason| !reason.is_empty()),
         }
     }
 }

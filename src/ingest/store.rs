@@ -264,5 +264,6 @@ fn written_row(guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
         duration_ms: new.duration_ms,
         poster: false,
         failure: None,
+        rejected_reason: None,
     }
 }

@@ -1,6 +1,7 @@
 // axe-core on every page a guest, an organiser, a screen and the admin see: the join page, the
-// guest's page (with a photo and a video in the gallery, and an entry in the guestbook), the lightbox, the dashboard (with a
-// photo waiting for review), the admin's page, the organiser's slideshow and the venue screen.
+// guest's page (with a photo and a video in the gallery, and an entry in the guestbook), the
+// lightbox, the dashboard (with a photo waiting for review), the review view, the gallery's
+// selection mode, the admin's page, the organiser's slideshow and the venue screen.
 // Every rule axe has, the experimental ones too (the accessible name of a control must hold its
 // visible words, WCAG 2.5.3). No violation may be left; the counts per page are printed.
 
@@ -77,6 +78,18 @@ for (const backend of backends()) {
           await host.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile').length >= 3, null, { timeout: 30_000 });
           await unfold(host.locator('[data-testid=screen-link-card]'));
           report[`dashboard ${at}`] = await axe(host);
+
+          await host.click('[data-testid=pending] button[data-action=review-open]');
+          await host.locator('dialog.review[open] img.review-img').waitFor();
+          report[`review ${at}`] = await axe(host);
+          await host.keyboard.press('Escape');
+          await host.locator('dialog.review[open]').waitFor({ state: 'detached' });
+
+          await host.click('button[data-action=select-mode]');
+          await host.click('button[data-action=select-waiting]');
+          await host.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile.selected').length === 1);
+          report[`selection ${at}`] = await axe(host);
+          await host.click('button[data-action=select-mode]');
 
           await host.click('button[data-action=slideshow]');
           await host.locator('[data-testid=slideshow]').waitFor({ state: 'visible' });
