@@ -1,5 +1,11 @@
 //! The derivative job queue: queued with the upload's row, claimed under a lease by one
 //! worker on one instance, finished together with the upload's status change.
+//!
+//! A job has two phases (`Phase`): the thumb, which makes the upload `ready` (shown), then the
+//! rest (preview, AVIF thumb). Every due phase-1 job is claimed before any phase-2 job, so at a
+//! burst each photo is shown within seconds while previews wait. Ending phase 1 moves the same
+//! row to phase 2 (fenced, in the transaction that sets the upload ready); ending phase 2
+//! deletes it.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -11,9 +17,20 @@ use crate::domain::UploadStatus;
 #[derive(Clone, Copy, Debug)]
 pub struct ClaimedJob {
     pub upload_id: Uuid,
-    /// Including this one.
+    /// Including this one, in this phase.
     pub attempts: i32,
     pub claim: Uuid,
+    pub phase: Phase,
+}
+
+/// Where a job stands: `derivative_jobs.phase`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The thumb and its placeholder (or, where the thumb alone is not much cheaper, everything
+    /// at once): what the upload needs to be shown.
+    Thumb = 1,
+    /// The preview and the AVIF thumb of an upload already shown.
+    Rest = 2,
 }
 
 /// What a job made beside the JPEGs, recorded with the status: read with the upload, it says
@@ -56,6 +73,76 @@ impl Tx {
         Ok(())
     }
 
+    /// Ends phase 1 of the job held under `claim` with the thumb alone made: the upload becomes
+    /// `ready` with its placeholder, its preview pending, and the job moves to phase 2 (due at
+    /// once, its attempts counted again). An upload deleted meanwhile keeps its status and its
+    /// job ends (nothing more is made; a restore queues it again). `None` when the lease was
+    /// lost meanwhile (the caller rolls back).
+    pub async fn finish_thumb_phase(&mut self, job: &ClaimedJob, placeholder: &[u8]) -> sqlx::Result<Option<Finished>> {
+        let moved = on_tx!(self, tx => sqlx::query(
+            "UPDATE derivative_jobs SET phase = 2, claim = NULL, claimed_by = NULL, attempts = 0, run_after = $3,
+                                        last_error = NULL
+             WHERE upload_id = $1 AND claim = $2",
+        )
+        .bind(job.upload_id)
+        .bind(job.claim)
+        .bind(Utc::now())
+        .execute(&mut **tx)
+        .await
+        .map(|r| r.rows_affected()))?;
+        if moved == 0 {
+            return Ok(None);
+        }
+        let finished: Option<Finished> = on_tx!(self, tx => sqlx::query_as(
+            "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN 'ready' ELSE status END,
+                                preview_pending = TRUE, webp_thumb = FALSE, avif_thumb = FALSE, placeholder = $2,
+                                poster = FALSE, failure = NULL
+             WHERE id = $1
+             RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
+        )
+        .bind(job.upload_id)
+        .bind(placeholder)
+        .fetch_optional(&mut **tx)
+        .await)?;
+        if finished.is_none_or(|f| f.deleted) {
+            on_tx!(self, tx => sqlx::query("DELETE FROM derivative_jobs WHERE upload_id = $1")
+                .bind(job.upload_id)
+                .execute(&mut **tx)
+                .await
+                .map(|r| r.rows_affected()))?;
+        }
+        Ok(finished)
+    }
+
+    /// Ends phase 2 of the job held under `claim`: with `Some(made)` the preview and the thumb's
+    /// other formats exist; with `None` they could not be made, and the upload stays shown by its
+    /// thumb (its preview URL keeps answering with the thumb). An upload deleted meanwhile goes
+    /// back to `processing`, so that a restore makes its derivatives again. `None` when the
+    /// lease was lost meanwhile (the caller rolls back).
+    pub async fn finish_rest_phase(&mut self, job: &ClaimedJob, made: Option<&Made>) -> sqlx::Result<Option<Finished>> {
+        let deleted = on_tx!(self, tx => sqlx::query("DELETE FROM derivative_jobs WHERE upload_id = $1 AND claim = $2")
+            .bind(job.upload_id)
+            .bind(job.claim)
+            .execute(&mut **tx)
+            .await
+            .map(|r| r.rows_affected()))?;
+        if deleted == 0 {
+            return Ok(None);
+        }
+        on_tx!(self, tx => sqlx::query_as(
+            "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN status ELSE 'processing' END,
+                                preview_pending = $2, webp_thumb = $3, avif_thumb = $4
+             WHERE id = $1
+             RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
+        )
+        .bind(job.upload_id)
+        .bind(made.is_none())
+        .bind(made.is_some_and(|m| m.webp))
+        .bind(made.is_some_and(|m| m.avif))
+        .fetch_optional(&mut **tx)
+        .await)
+    }
+
     /// Ends the job held under `claim`, setting the upload's status (a deleted upload keeps
     /// its own) and what was made beside the JPEGs. `None` when the lease was lost to another worker meanwhile (the caller rolls
     /// back; the other worker decides). The row stays locked until commit, so a concurrent
@@ -77,7 +164,8 @@ impl Tx {
         }
         on_tx!(self, tx => sqlx::query_as(
             "UPDATE uploads SET status = CASE WHEN deleted_at IS NULL THEN $2 ELSE status END,
-                                webp_thumb = $3, avif_thumb = $6, placeholder = $4, poster = $5, failure = $7
+                                webp_thumb = $3, avif_thumb = $6, placeholder = $4, poster = $5, failure = $7,
+                                preview_pending = FALSE
              WHERE id = $1
              RETURNING event_id, hidden, deleted_at IS NOT NULL AS deleted",
         )
@@ -94,7 +182,8 @@ impl Tx {
 }
 
 impl Db {
-    /// Claims a due job, if any, until `lease_until`. Guests take turns: of the next
+    /// Claims a due job, if any, until `lease_until`. Thumbs first: every due phase-1 job
+    /// goes before any phase-2 job. Within a phase guests take turns: of the next
     /// 64 due jobs, a guest's first photo goes before anyone's second, and so on (the
     /// rank is how many uploads the guest made before this one), so one guest's burst or slow
     /// files hold a worker for one job at a time while the others' photos go by. A job given
@@ -115,13 +204,14 @@ impl Db {
                      WHERE upload_id = (
                          SELECT j.upload_id FROM derivative_jobs j JOIN uploads u ON u.id = j.upload_id
                          WHERE j.upload_id IN (SELECT upload_id FROM derivative_jobs WHERE run_after <= $3
-                                               ORDER BY run_after LIMIT 64)
-                         ORDER BY j.attempts > 0,
+                                               ORDER BY phase, run_after LIMIT 64)
+                         ORDER BY j.phase,
+                                  j.attempts > 0,
                                   (SELECT COUNT(*) FROM uploads o WHERE o.guest_id = u.guest_id AND o.created_at < u.created_at),
                                   j.run_after
                          LIMIT 1 ",
                     $lock,
-                    ") RETURNING upload_id, attempts"
+                    ") RETURNING upload_id, attempts, phase"
                 ))
                 .bind(claim)
                 .bind(lease_until)
@@ -131,11 +221,14 @@ impl Db {
                 .await?
             };
         }
-        let row: Option<(Uuid, i32)> = match self {
+        let row: Option<(Uuid, i32, i32)> = match self {
             Db::Sqlite(pool) => claim!(pool, ""),
             Db::Postgres(pool) => claim!(pool, "FOR UPDATE OF j SKIP LOCKED"),
         };
-        Ok(row.map(|(upload_id, attempts)| ClaimedJob { upload_id, attempts, claim }))
+        Ok(row.map(|(upload_id, attempts, phase)| {
+            let phase = if phase == Phase::Rest as i32 { Phase::Rest } else { Phase::Thumb };
+            ClaimedJob { upload_id, attempts, claim, phase }
+        }))
     }
 
     /// Gives a job back to be tried again after `run_after` (a passing failure: storage
