@@ -15,8 +15,10 @@
 //! * Every guest polls the gallery every `--poll-s` and fetches the thumbs it has not seen;
 //!   the first `--listeners` guests hold the live stream.
 //! * Figures: stored / sent, upload p50 / p99, listing p99, thumb fetch p50 / p99, time from
-//!   the last upload's answer until every photo was announced `ready` on the live stream, and
-//!   stored → announced p50 / p99 (the first listener to hear of each photo).
+//!   the last upload's answer until every photo was announced `ready` on the live stream (thumbs
+//!   first: once its thumb exists), until every derivative (previews, AVIF thumbs) was made (the
+//!   instances' `/metrics` counters; "—" when an instance was killed), and stored → announced
+//!   p50 / p99 (the first listener to hear of each photo).
 //! * Invariants: one upload per key and no other, each guest's `used_bytes` and the event's
 //!   equal to what they stored, every upload `ready`; on S3 nothing under `tmp/` and no
 //!   multipart upload left open.
@@ -141,9 +143,9 @@ fn main() -> Result<()> {
             args.jpeg_bytes as f64 / 1e6
         );
         println!(
-            "\n| set-up | stored / sent | upload p50 / p99 | list p99 | thumb p50 / p99 | last upload → all `ready` | stored → shown p50 / p99 |"
+            "\n| set-up | stored / sent | upload p50 / p99 | list p99 | thumb p50 / p99 | last upload → all `ready` | last upload → all derivatives | stored → shown p50 / p99 |"
         );
-        println!("| --- | --- | --- | --- | --- | --- | --- |");
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
         for name in &args.setups {
             let setup = start(name, &bin).await?;
             let outcome = burst(&args, &setup, &photos).await;
@@ -326,6 +328,20 @@ async fn burst(args: &Args, setup: &Setup, photos: &[Bytes]) -> Result<String> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let drained = last_upload.elapsed();
+    // Until every derivative was made (the guests go on polling meanwhile).
+    let uploads = {
+        let r = record.lock().map_err(|_| anyhow!("poisoned"))?;
+        r.stored.values().map(|(id, ..)| id.clone()).collect::<HashSet<_>>().len() as u64
+    };
+    let all_made = loop {
+        if made_total(client, &setup.join_bases).await >= uploads {
+            break Some(last_upload.elapsed());
+        }
+        if last_upload.elapsed() > limit {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
     let _ = stop_tx.send(true);
     progress.abort();
     // Taken out, so that no listener still running waits on the lock while the checks run.
@@ -349,7 +365,7 @@ async fn burst(args: &Args, setup: &Setup, photos: &[Bytes]) -> Result<String> {
             .collect::<Vec<_>>(),
     );
     Ok(format!(
-        "{} / {} | {:.1} / {:.1} ms | {:.0} ms | {:.0} / {:.0} ms ({} fetches) | {:.1} s | {:.1} / {:.1} s |",
+        "{} / {} | {:.1} / {:.1} ms | {:.0} ms | {:.0} / {:.0} ms ({} fetches) | {:.1} s | {} | {:.1} / {:.1} s |",
         r.stored.len(),
         total,
         ms(percentile(&up, 50.0)),
@@ -359,9 +375,27 @@ async fn burst(args: &Args, setup: &Setup, photos: &[Bytes]) -> Result<String> {
         ms(percentile(&thumbs, 99.0)),
         thumbs.len(),
         drained.as_secs_f64(),
+        all_made.map_or("—".to_owned(), |d| format!("{:.1} s", d.as_secs_f64())),
         percentile(&shown, 50.0).as_secs_f64(),
         percentile(&shown, 99.0).as_secs_f64(),
     ))
+}
+
+/// Uploads whose derivatives the instances at `bases` finished or gave up on, by their
+/// `/metrics` counters (an instance that does not answer counts none).
+async fn made_total(client: &reqwest::Client, bases: &[String]) -> u64 {
+    let mut total = 0;
+    for base in bases {
+        let Ok(response) = client.get(format!("{base}/metrics")).send().await else { continue };
+        let Ok(text) = response.text().await else { continue };
+        for line in text.lines() {
+            let counter = line
+                .strip_prefix("confetti_derivatives_made_total ")
+                .or_else(|| line.strip_prefix("confetti_derivatives_failed_total "));
+            total += counter.and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    total
 }
 
 fn form(key: Uuid, part: Part) -> Form {

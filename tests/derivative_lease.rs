@@ -32,7 +32,9 @@ async fn a_job_longer_than_its_lease_is_made_once(backend: Backend) {
     assert_eq!(settled["status"], "ready", "{settled}");
 
     let queue = &app.state.derivatives;
-    assert_eq!(queue.started.load(Relaxed), 1, "one worker made the derivatives, none took the job over");
+    // Thumbs first: the thumb, then the rest, each decoded once.
+    assert_eq!(queue.started.load(Relaxed), 2, "one worker made each phase, none took the job over");
+    assert_eq!(queue.thumbs.load(Relaxed), 1);
     assert_eq!(queue.made.load(Relaxed), 1);
     assert_eq!(app.scalar("SELECT COUNT(*) FROM derivative_jobs").await, 0);
     app.stop().await;

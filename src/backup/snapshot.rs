@@ -66,7 +66,9 @@ pub fn needed(upload: &StoredUpload) -> Vec<BlobKey> {
     let mut keys = vec![BlobKey::Original { event_id, upload_id }];
     if upload.status == UploadStatus::Ready && (upload.kind == MediaKind::Photo || upload.poster) {
         keys.push(BlobKey::Thumb { event_id, upload_id });
-        keys.push(BlobKey::Preview { event_id, upload_id });
+        if !upload.preview_pending {
+            keys.push(BlobKey::Preview { event_id, upload_id });
+        }
         if upload.webp_thumb {
             keys.push(BlobKey::ThumbWebp { event_id, upload_id });
         }

@@ -25,6 +25,8 @@ pub struct StoredUpload {
     pub poster: bool,
     pub webp_thumb: bool,
     pub avif_thumb: bool,
+    /// Shown by its thumb while its preview is still being made.
+    pub preview_pending: bool,
 }
 
 /// A backup that ran, as recorded in the database it backed up.
@@ -81,7 +83,7 @@ impl Db {
     /// Every upload, deleted ones included, with what it has in the store.
     pub async fn stored_uploads(&self) -> sqlx::Result<Vec<StoredUpload>> {
         on_db!(self, pool => sqlx::query_as(
-            "SELECT id, event_id, deleted_at, status, kind, poster, webp_thumb, avif_thumb FROM uploads",
+            "SELECT id, event_id, deleted_at, status, kind, poster, webp_thumb, avif_thumb, preview_pending FROM uploads",
         )
         .fetch_all(pool)
         .await)

@@ -51,6 +51,8 @@ pub struct UploadRow {
     pub avif_thumb: bool,
     /// The thumb's ThumbHash, once the derivatives are made.
     pub placeholder: Option<Vec<u8>>,
+    /// Ready (its thumb shown) while its preview is still being made.
+    pub preview_pending: bool,
     #[sqlx(try_from = "String")]
     pub kind: MediaKind,
     /// A video's duration, when its container says.
@@ -158,7 +160,7 @@ macro_rules! upload_select {
                     u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
                     u.height, u.taken_at, u.captured_at, u.captured_from, u.created_at, u.status, u.hidden, u.deleted_at, u.review,
                     e.gallery AS event_gallery, e.gallery_opens_at AS event_gallery_opens_at,
-                    u.webp_thumb, u.avif_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, u.failure,
+                    u.webp_thumb, u.avif_thumb, u.placeholder, u.preview_pending, u.kind, u.duration_ms, u.poster, u.failure,
                     u.rejected_reason, ",
             $counts,
             " FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "

@@ -156,7 +156,8 @@ pub fn check(event: &EventRow, change: &EventPageChange) -> ApiResult<()> {
 /// The event's cover
 ///
 /// The preview (a JPEG, 1600–2048 px on its long edge) of the upload the organiser chose as the event's cover, to
-/// anyone who knows the slug: the join page shows it before a guest has joined. 404 `not_found` when the event has
+/// anyone who knows the slug: the join page shows it before a guest has joined. While that upload's preview is
+/// still being made (thumbs first), its thumb (JPEG, `ETag` `"{upload id}-thumb"`). 404 `not_found` when the event has
 /// no cover, also while the chosen upload is hidden or deleted. The cover may change under this URL: it is stored
 /// but revalidated (`ETag`, `If-None-Match` → 304).
 #[utoipa::path(
@@ -167,8 +168,8 @@ pub fn check(event: &EventRow, change: &EventPageChange) -> ApiResult<()> {
     security(()),
     params(SlugParam, ("If-None-Match" = Option<String>, Header, nullable = false, description = "The `ETag` (or `*`, or a comma-separated list): when it matches, 304. Compared weakly (RFC 9110): `W/\"…\"`, a list of tags and `*` match too.")),
     responses(
-        (status = 200, description = "The cover.", content_type = "image/jpeg", body = inline(schemas::Jpeg), headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"`: changes when the cover does."), ("Cache-Control" = inline(schemas::Revalidate), description = "`public, no-cache`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
-        (status = 304, description = "`If-None-Match` matched: no body.", headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"`: changes when the cover does."), ("Cache-Control" = inline(schemas::Revalidate), description = "`public, no-cache`."))),
+        (status = 200, description = "The cover.", content_type = "image/jpeg", body = inline(schemas::Jpeg), headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"` (`\"{upload id}-thumb\"` while its preview is being made): changes when the cover does."), ("Cache-Control" = inline(schemas::Revalidate), description = "`public, no-cache`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
+        (status = 304, description = "`If-None-Match` matched: no body.", headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"` (`\"{upload id}-thumb\"` while its preview is being made): changes when the cover does."), ("Cache-Control" = inline(schemas::Revalidate), description = "`public, no-cache`."))),
         GetCoverRefusals,
     ),
 )]
@@ -178,7 +179,16 @@ async fn cover(State(state): State<AppState>, Path(slug): Path<String>, headers:
     let upload_id = event.page.cover_upload_id.ok_or(ApiError::NotFound)?;
     let key = BlobKey::Preview { event_id: event.id, upload_id };
     let jpeg = Representation { key, etag: format!("\"{upload_id}-preview\""), content_type: "image/jpeg" };
-    send_derivative(&state, &jpeg, &headers, COVER_CACHE, Vary::Nothing).await
+    match send_derivative(&state, &jpeg, &headers, COVER_CACHE, Vary::Nothing).await {
+        // Chosen while its preview is still being made (thumbs first): its thumb meanwhile, under
+        // the thumb's tag, so the next revalidation brings the preview.
+        Err(ApiError::NotFound) => {
+            let key = BlobKey::Thumb { event_id: event.id, upload_id };
+            let thumb = Representation { key, etag: format!("\"{upload_id}-thumb\""), content_type: "image/jpeg" };
+            send_derivative(&state, &thumb, &headers, COVER_CACHE, Vary::Nothing).await
+        }
+        answer => answer,
+    }
 }
 
 refusals!(GetCoverRefusals {

@@ -111,8 +111,11 @@ async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers
 ///
 /// A JPEG 1600–2048 px on its long edge (never larger than the original: a smaller original keeps its size), sRGB,
 /// pixels turned upright, without any EXIF (no orientation, no location). To the same principals as the Upload, by cookie
-/// as well as by bearer token (an `<img>` sends only cookies). 404 until it is made: use `urls.preview` of the
-/// Upload, which is null until then (and stays null when processing `failed`). Made once per upload, it never
+/// as well as by bearer token (an `<img>` sends only cookies). 404 while the upload is `processing`: use `urls.preview`
+/// of the Upload, which is null until it is `ready` (and stays null when processing `failed`). Thumbs first: an upload
+/// is `ready` (shown) once its thumb exists, and its preview is made after every waiting upload's thumb — seconds
+/// later, at a burst of uploads a minute or so; until then this URL answers 307 to the thumb's URL (`Cache-Control:
+/// no-store`: ask again later for the preview itself). Made once per upload, the preview never
 /// changes: cached for a year, validated by `ETag`. No ranges (a `Range` header is ignored: 200, whole file).
 /// Whatever `Accept` says: a WebP preview was not smaller at the same quality within the time a derivative may
 /// take (docs/benchmarks.md).
@@ -126,6 +129,7 @@ async fn thumb(state: State<AppState>, viewer: Viewer, id: Path<String>, headers
     responses(
         (status = 200, description = "The preview.", content_type = "image/jpeg", body = inline(schemas::Jpeg), headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."), ("Content-Length" = u64, description = "Bytes in this response's body."), ("X-Content-Type-Options" = inline(schemas::NoSniff), description = "`nosniff`."))),
         (status = 304, description = "`If-None-Match` matched: no body.", headers(("ETag" = inline(schemas::DerivativeETag), description = "`\"{upload id}-preview\"`: a derivative is made once per upload and never changes."), ("Cache-Control" = inline(schemas::Immutable), description = "`private, max-age=31536000, immutable`."))),
+        (status = 307, description = "The upload is shown by its thumb and its preview is not made yet: the thumb's URL, in the preview's place for now. No body.", headers(("Location" = inline(schemas::ThumbLocation), description = "`/api/v1/uploads/{id}/thumb`."), ("Cache-Control" = inline(schemas::NoStore), description = "`no-store`: the preview follows under this URL."))),
         GetPreviewRefusals,
     ),
 )]
@@ -153,6 +157,9 @@ async fn derivative(
         return Err(ApiError::NotFound);
     }
     let (event_id, upload_id) = (row.event_id, row.id);
+    if matches!(kind, Derivative::Preview) && row.preview_pending {
+        return Ok(thumb_in_place(upload_id));
+    }
     let (jpeg, name, vary, form) = match kind {
         Derivative::Thumb => (
             BlobKey::Thumb { event_id, upload_id },
@@ -179,6 +186,14 @@ async fn derivative(
     }
     let jpeg = Representation { key: jpeg, etag: format!("\"{upload_id}-{name}\""), content_type: "image/jpeg" };
     send_derivative(&state, &jpeg, &headers, CACHE_FOREVER, vary).await
+}
+
+/// The preview of an upload shown before its preview was made (thumbs first): a redirect to its
+/// thumb, which the page has usually loaded already. Not to be kept: the preview follows.
+fn thumb_in_place(upload_id: Uuid) -> Response {
+    let location = format!("/api/v1/uploads/{upload_id}/thumb");
+    let headers = [(header::LOCATION, location), (header::CACHE_CONTROL, "no-store".to_owned())];
+    (StatusCode::TEMPORARY_REDIRECT, headers).into_response()
 }
 
 /// Whether an answer depends on the request's `Accept`.

@@ -288,6 +288,14 @@ pub mod schemas {
         Revalidate => ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["public, no-cache"])).into()
     );
     custom_schema!(
+        /// Not to be stored: the answer changes.
+        NoStore => ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["no-store"])).into()
+    );
+    custom_schema!(
+        /// An upload's thumb, relative to the server.
+        ThumbLocation => string(|s| s.pattern(Some("^/api/v1/uploads/[0-9a-f-]{36}/thumb$")))
+    );
+    custom_schema!(
         /// `bytes`.
         Bytes => ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["bytes"])).into()
     );

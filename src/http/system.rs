@@ -94,7 +94,9 @@ pub async fn spawn_metrics_listener(
 /// - `confetti_idempotency_takeovers_total`: claims taken over after their lease expired.
 /// - `confetti_idempotency_released_total`: keys released after a refusal or failure.
 /// - `confetti_idempotency_swept_total`: completed keys forgotten after the retention.
-/// - `confetti_derivatives_made_total`: uploads whose thumb and preview this instance made.
+/// - `confetti_derivatives_thumbs_total`: uploads this instance made `ready` by their thumb alone (thumbs first; the
+///   preview followed or follows).
+/// - `confetti_derivatives_made_total`: uploads whose every derivative this instance finished (the last of them).
 /// - `confetti_derivatives_failed_total`: uploads this instance could not decode (original kept, status `failed`).
 ///
 /// Kept private by the operator: with `--metrics-bind` it is served only on that address (the public port answers
@@ -307,7 +309,8 @@ fn metrics(state: &AppState) -> MetricsText {
     }
     let d = &state.derivatives;
     for (name, help, value) in [
-        ("made", "uploads whose thumb and preview this instance made", &d.made),
+        ("thumbs", "uploads this instance made ready by their thumb alone", &d.thumbs),
+        ("made", "uploads whose every derivative this instance finished", &d.made),
         ("failed", "uploads this instance could not decode (original kept, status failed)", &d.failed),
     ] {
         out.push_str(&format!(

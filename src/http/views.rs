@@ -152,8 +152,10 @@ pub struct UploadUrls {
     #[schema(examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/original"))]
     pub original: String,
     /// `/api/v1/uploads/{id}/preview`: a JPEG 1600–2048 px on its long edge (never larger than the original: a
-    /// smaller original keeps its size), pixels turned upright, without any EXIF. Null until it exists: set once
-    /// the upload is `ready` (and kept while it is hidden); stays null when processing `failed`.
+    /// smaller original keeps its size), pixels turned upright, without any EXIF. Null while the upload is
+    /// `processing`: set once it is `ready` (and kept while it is hidden); stays null when processing `failed`. An
+    /// upload is `ready` once its thumb exists and its preview follows (thumbs first): until then this URL answers
+    /// 307 to the thumb.
     #[schema(required = true, examples("/api/v1/uploads/0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f/preview"))]
     pub preview: Option<String>,
     /// `/api/v1/uploads/{id}/thumb`: an AVIF or a WebP (to clients whose `Accept` lists `image/avif` or `image/webp`) or a JPEG 400 px on its long edge (the contract allows 320–512; a smaller
@@ -261,7 +263,7 @@ fn upload_status() -> utoipa::openapi::Object {
         .schema_type(utoipa::openapi::Type::String)
         .enum_values(Some(["processing", "ready", "failed", "hidden"]))
         .description(Some(
-            "`processing` from the upload until the derivative worker is done with it; then `ready` (its `thumb` and `preview` exist, see `urls`) or `failed` (the image could not be decoded; the original is kept and still served, and there are no derivatives). `hidden` whenever the organiser has hidden it, whatever its processing state (`urls.thumb` tells whether its derivatives exist); a hidden upload is shown to the organiser and its uploader only.",
+            "`processing` from the upload until the derivative worker has made its thumb; then `ready` (its `thumb` exists and it is shown to others; its `preview` and the thumb's AVIF follow, seconds later, at a burst of uploads a minute or so, see `urls`) or `failed` (the image could not be decoded; the original is kept and still served, and there are no derivatives). `hidden` whenever the organiser has hidden it, whatever its processing state (`urls.thumb` tells whether its derivatives exist); a hidden upload is shown to the organiser and its uploader only.",
         ))
         .build()
 }

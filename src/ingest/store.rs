@@ -260,6 +260,7 @@ fn written_row(guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
         webp_thumb: false,
         avif_thumb: false,
         placeholder: None,
+        preview_pending: false,
         kind: new.kind,
         duration_ms: new.duration_ms,
         poster: false,

@@ -3,9 +3,16 @@
 //! Jobs live in the database (`derivative_jobs`), queued in the upload's own transaction.
 //! A worker claims one under a lease (on PostgreSQL with `FOR UPDATE SKIP LOCKED`, so the
 //! instances sharing a database share the work and never make a derivative twice), has it
-//! decoded in a confined media worker process (`sandbox`), stores both JPEGs and the thumb's
-//! AVIF, and ends the job in the same transaction that sets the upload's status, its formats
-//! and its placeholder. A media worker that crashes or runs out of its memory or time costs
+//! decoded in a confined media worker process (`sandbox`), stores what was made, and ends the
+//! job's phase in the same transaction that sets the upload's status, its formats and its
+//! placeholder.
+//!
+//! Thumbs first: a photo's job has two phases (`db::derivatives::Phase`). Phase 1 makes the
+//! thumb alone (a JPEG decoded at 1/8 scale) and its placeholder; its end makes the upload
+//! `ready` and announces it, so guests see it within seconds. Phase 2 makes the preview and the
+//! AVIF thumb; every due phase-1 job is claimed before any phase-2 job, so a burst of uploads
+//! is shown first and completed after. Where the thumb alone is not much cheaper (HEIC, PNG,
+//! GIF, WebP) and for videos (one `ffmpeg` run for the poster), phase 1 makes everything. A media worker that crashes or runs out of its memory or time costs
 //! the job one attempt; after `MAX_WORKER_ATTEMPTS` the upload is failed with the reason.
 //! An instance that dies leaves its job to be claimed again when the lease ends; a restart
 //! finds every job still queued.
@@ -26,11 +33,11 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::blobs::{BlobKey, BlobStore};
-use crate::db::Db;
-use crate::db::blob_jobs::BlobJobKind;
-use crate::db::derivatives::{ClaimedJob, JOBS, Made};
+use crate::db::blob_jobs::{BlobJob, BlobJobKind};
+use crate::db::derivatives::{ClaimedJob, Finished, JOBS, Made, Phase};
 use crate::db::live::LiveKind;
 use crate::db::uploads::UploadRow;
+use crate::db::{Db, Tx};
 use crate::domain::{MediaKind, UploadStatus};
 use crate::jobs::blob_jobs::BlobJobs;
 use crate::jobs::poster::{Ffmpeg, Video};
@@ -38,6 +45,7 @@ use crate::lease::Renewed;
 use crate::live::LiveHub;
 use crate::media;
 use crate::sandbox::limits::Limits;
+use crate::sandbox::protocol::Derived;
 use crate::sandbox::{MediaWorkers, WorkerFailure};
 
 /// How often an idle worker looks for jobs queued by another instance (its own instance
@@ -60,8 +68,12 @@ const WORKER_RETRY: Duration = Duration::from_secs(5);
 pub struct DerivativeQueue {
     wake: Notify,
     lease: Duration,
-    /// Derivations begun (decodes started), to see that no upload is worked on twice.
+    /// Derivations begun (decodes started, one per phase), to see that no upload is worked on
+    /// twice.
     pub started: AtomicU64,
+    /// Uploads shown by their thumb while the rest is still to be made (phase 1 ended so).
+    pub thumbs: AtomicU64,
+    /// Uploads whose every derivative was made.
     pub made: AtomicU64,
     pub failed: AtomicU64,
 }
@@ -72,6 +84,7 @@ impl DerivativeQueue {
             wake: Notify::new(),
             lease,
             started: AtomicU64::new(0),
+            thumbs: AtomicU64::new(0),
             made: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         }
@@ -83,10 +96,13 @@ impl DerivativeQueue {
     }
 }
 
-/// How one job ended.
+/// How one job (or phase) ended.
 enum Outcome {
-    /// Stored; what was made beside the JPEGs.
+    /// Every derivative stored; what was made beside the JPEGs.
     Ready(Made),
+    /// Phase 1 of a photo whose thumb alone was worth making first: the thumb stored, with its
+    /// placeholder; the rest follows in phase 2.
+    Thumb(Vec<u8>),
     /// The image cannot be decoded: the upload keeps its original and shows as failed.
     Undecodable(String),
     /// The upload was deleted meanwhile: nothing to make.
@@ -144,7 +160,7 @@ impl DerivativeWorkers {
         }
     }
 
-    #[tracing::instrument(name = "derivative.job", skip_all, fields(upload_id = %job.upload_id, attempt = job.attempts))]
+    #[tracing::instrument(name = "derivative.job", skip_all, fields(upload_id = %job.upload_id, phase = job.phase as i32, attempt = job.attempts))]
     async fn run(&self, job: ClaimedJob) {
         if job.attempts > MAX_ATTEMPTS {
             let outcome = Outcome::Undecodable(format!("given up after {MAX_ATTEMPTS} attempts"));
@@ -227,24 +243,43 @@ impl DerivativeWorkers {
         };
         self.queue.started.fetch_add(1, Relaxed);
         let limits = Limits::photo(pixels(&row));
-        match self.media.derive(reader, len, self.max_image_pixels, limits).await? {
-            Ok(derived) => Ok(Outcome::Ready(self.put_derivatives(event_id, upload_id, derived).await?)),
-            Err(reason) => Ok(Outcome::Undecodable(reason)),
+        let max_pixels = self.max_image_pixels;
+        match job.phase {
+            Phase::Thumb => match self.media.thumb(reader, len, max_pixels, limits).await? {
+                Ok(Derived::All(derived)) => {
+                    Ok(Outcome::Ready(self.put_derivatives(event_id, upload_id, derived, Phase::Thumb).await?))
+                }
+                Ok(Derived::Thumb(made)) => {
+                    self.blobs.put(BlobKey::Thumb { event_id, upload_id }, Bytes::from(made.thumb.bytes)).await?;
+                    Ok(Outcome::Thumb(made.placeholder))
+                }
+                Err(reason) => Ok(Outcome::Undecodable(reason)),
+            },
+            // The thumb exists and is shown: it is not written again (its bytes are cached under
+            // an `ETag` that never changes), the AVIF is made at its size from the preview.
+            Phase::Rest => match self.media.derive(reader, len, max_pixels, limits).await? {
+                Ok(derived) => {
+                    Ok(Outcome::Ready(self.put_derivatives(event_id, upload_id, derived, Phase::Rest).await?))
+                }
+                Err(reason) => Ok(Outcome::Undecodable(reason)),
+            },
         }
     }
 
-    /// Stores the thumb, the preview, and the thumb in the other formats made; what was made, for the row.
+    /// Stores the preview and the thumb in the other formats made, and in `Phase::Thumb` (all
+    /// made at once) the thumb itself; what was made, for the row.
     async fn put_derivatives(
         &self,
         event_id: Uuid,
         upload_id: Uuid,
         derived: media::derive::Derivatives,
+        phase: Phase,
     ) -> anyhow::Result<Made> {
         let (webp, avif) = (derived.thumb_webp.is_some(), derived.thumb_avif.is_some());
-        let mut parts = vec![
-            (BlobKey::Thumb { event_id, upload_id }, derived.thumb.bytes),
-            (BlobKey::Preview { event_id, upload_id }, derived.preview.bytes),
-        ];
+        let mut parts = vec![(BlobKey::Preview { event_id, upload_id }, derived.preview.bytes)];
+        if phase == Phase::Thumb {
+            parts.push((BlobKey::Thumb { event_id, upload_id }, derived.thumb.bytes));
+        }
         parts.extend(derived.thumb_webp.map(|t| (BlobKey::ThumbWebp { event_id, upload_id }, t.bytes)));
         parts.extend(derived.thumb_avif.map(|t| (BlobKey::ThumbAvif { event_id, upload_id }, t.bytes)));
         // All at once: the next job waits for the slowest write (or S3 request), not their sum.
@@ -278,50 +313,54 @@ impl DerivativeWorkers {
                 return Ok(Outcome::Ready(Made::default()));
             }
         };
-        let made = self.put_derivatives(event_id, upload_id, derived).await?;
+        let made = self.put_derivatives(event_id, upload_id, derived, Phase::Thumb).await?;
         tracing::info!(frame_ms, poster_ms = started.elapsed().as_millis(), "video poster made");
         Ok(Outcome::Ready(Made { poster: true, ..made }))
     }
 
     #[tracing::instrument(name = "derivative.finish", skip_all, err)]
     async fn finish(&self, job: &ClaimedJob, outcome: &Outcome) -> anyhow::Result<()> {
-        let status = match outcome {
-            Outcome::Ready(_) => UploadStatus::Ready,
-            Outcome::Undecodable(_) => UploadStatus::Failed,
-            // Deleted meanwhile: the status no longer matters (a deleted upload keeps its own).
-            Outcome::Gone => UploadStatus::Processing,
-        };
         let mut tx = self.db.begin().await?;
-        let failed;
-        let made = match outcome {
-            Outcome::Ready(made) => made,
-            Outcome::Undecodable(reason) => {
-                failed = Made { failure: Some(reason.chars().take(500).collect()), ..Made::default() };
-                &failed
+        let finished = match (job.phase, outcome) {
+            (Phase::Thumb, Outcome::Thumb(placeholder)) => tx.finish_thumb_phase(job, placeholder).await?,
+            // The upload is shown by its thumb already: whatever happened to the rest, it stays
+            // `ready` (a preview that cannot be made leaves the thumb in its place).
+            (Phase::Rest, Outcome::Ready(made)) => tx.finish_rest_phase(job, Some(made)).await?,
+            (Phase::Rest, _) => tx.finish_rest_phase(job, None).await?,
+            (Phase::Thumb, _) => {
+                let (status, failed);
+                let made = match outcome {
+                    Outcome::Ready(made) => {
+                        status = UploadStatus::Ready;
+                        made
+                    }
+                    Outcome::Undecodable(reason) => {
+                        status = UploadStatus::Failed;
+                        failed = Made { failure: Some(reason.chars().take(500).collect()), ..Made::default() };
+                        &failed
+                    }
+                    // Deleted meanwhile: the status no longer matters (a deleted upload keeps its own).
+                    Outcome::Gone | Outcome::Thumb(_) => {
+                        status = UploadStatus::Processing;
+                        &Made::default()
+                    }
+                };
+                tx.finish_derivative_job(job, status, made).await?
             }
-            Outcome::Gone => &Made::default(),
         };
-        let Some(upload) = tx.finish_derivative_job(job, status, made).await? else {
+        let Some(upload) = finished else {
             tx.rollback().await?;
             tracing::info!("lease lost to another worker; it decides");
             return Ok(());
         };
-        let announce = matches!(outcome, Outcome::Ready(_)) && !upload.hidden && !upload.deleted;
+        // Shown from the end of phase 1 on; phase 2 changes nothing a listener sees.
+        let shown = matches!(outcome, Outcome::Ready(_) | Outcome::Thumb(_)) && job.phase == Phase::Thumb;
+        let announce = shown && !upload.hidden && !upload.deleted;
         if announce {
             tx.append_live(upload.event_id, LiveKind::Upload, job.upload_id).await?;
         }
-        // Deleted while its derivatives were being made: the delete removed what existed then,
-        // and what was just made goes the same way.
         let remove = match upload.deleted {
-            true => Some(
-                tx.queue_blob_job(
-                    BlobJobKind::DeleteDerivatives,
-                    upload.event_id,
-                    job.upload_id,
-                    self.blob_jobs.claim(),
-                )
-                .await?,
-            ),
+            true => Some(self.remove_derivatives(&mut tx, &upload, job).await?),
             false => None,
         };
         tx.commit().await?;
@@ -331,19 +370,38 @@ impl DerivativeWorkers {
         if let Some(remove) = remove {
             self.blob_jobs.run(remove).await;
         }
+        self.count(job, outcome);
+        Ok(())
+    }
+
+    /// Deleted while its derivatives were being made: the delete removed what existed then, and
+    /// what was just made goes the same way.
+    async fn remove_derivatives(&self, tx: &mut Tx, upload: &Finished, job: &ClaimedJob) -> anyhow::Result<BlobJob> {
+        let kind = BlobJobKind::DeleteDerivatives;
+        Ok(tx.queue_blob_job(kind, upload.event_id, job.upload_id, self.blob_jobs.claim()).await?)
+    }
+
+    /// Counts and logs how a job's phase ended.
+    fn count(&self, job: &ClaimedJob, outcome: &Outcome) {
         let queue = &self.queue;
-        match outcome {
-            Outcome::Ready(_) => {
+        match (job.phase, outcome) {
+            (_, Outcome::Ready(_)) => {
                 queue.made.fetch_add(1, Relaxed);
                 tracing::info!("derivatives made");
             }
-            Outcome::Undecodable(reason) => {
+            (_, Outcome::Thumb(_)) => {
+                queue.thumbs.fetch_add(1, Relaxed);
+                tracing::info!("thumb made; the upload is shown, the rest follows");
+            }
+            (Phase::Thumb, Outcome::Undecodable(reason)) => {
                 queue.failed.fetch_add(1, Relaxed);
                 tracing::warn!(reason, "derivatives failed: the original stays, shown as failed");
             }
-            Outcome::Gone => tracing::info!("upload deleted before its derivatives were made"),
+            (Phase::Rest, Outcome::Undecodable(reason)) => {
+                tracing::warn!(reason, "the preview could not be made: the upload stays shown by its thumb");
+            }
+            (_, Outcome::Gone) => tracing::info!("upload deleted before its derivatives were made"),
         }
-        Ok(())
     }
 }
 

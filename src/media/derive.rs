@@ -150,6 +150,46 @@ pub fn derive_streamed(
         .map(|(derivatives, _)| derivatives)
 }
 
+/// The thumb alone and its placeholder: what a photo needs to be shown, made before any
+/// photo's preview (`jobs::derivatives`, phase 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Thumb {
+    pub thumb: Encoded,
+    /// The thumb's ThumbHash.
+    pub placeholder: Vec<u8>,
+}
+
+/// Whether making the thumb alone is much cheaper than making every derivative: a JPEG is
+/// decoded at the smallest DCT scale still at least the thumb (1/8 for a 12 MP photo, where
+/// the preview needs 1/2), so the thumb first and the rest later cost little more than all at
+/// once. Other formats are decoded whole (HEIC, GIF, WebP) or inflated whole (PNG) whatever
+/// is made: for them one decode makes everything (docs/benchmarks.md "Thumbs first").
+pub fn thumb_alone_is_cheaper(format: ImageFormat) -> bool {
+    format == ImageFormat::Jpeg
+}
+
+/// `derive_streamed` for the thumb alone.
+pub fn derive_thumb_streamed(
+    mut source: impl BufRead,
+    head: &[u8],
+    format: ImageFormat,
+    orientation: u16,
+    budget: u64,
+) -> Result<Thumb, DeriveError> {
+    let original = Original { source: &mut source, head };
+    thumb_within(original, format, orientation, MAX_PIXELS, budget).map(|(thumb, _)| thumb)
+}
+
+/// The thumb alone, telling where the time went (`examples/bench_derive.rs`).
+pub fn derive_thumb_timed(
+    original: &[u8],
+    format: ImageFormat,
+    orientation: u16,
+) -> Result<(Thumb, Timings), DeriveError> {
+    let mut original = original;
+    thumb_within(Original::whole(&mut original), format, orientation, MAX_PIXELS, MEMORY_BUDGET)
+}
+
 /// An original being read: the decoders take `source` from its first byte.
 struct Original<'a> {
     source: &'a mut dyn BufRead,
@@ -206,21 +246,15 @@ fn run_within(
 ) -> Result<(Derivatives, Timings), DeriveError> {
     let mut timings = Timings::default();
     let started = Instant::now();
-    let min_edge = match decode {
-        Decode::ShrinkOnLoad => Some(PREVIEW_MIN_EDGE),
+    let head = original.head;
+    let shrink = match decode {
+        // Averaging a PNG down to no less than the preview's largest size keeps it as sharp as
+        // resizing from the full image would.
+        Decode::ShrinkOnLoad => Some(Shrink { jpeg_edge: PREVIEW_MIN_EDGE, png_edge: PREVIEW_MAX_EDGE }),
         Decode::Full => None,
     };
-    // Decoders see untrusted bytes; a panic in one must be a refused photo, not a lost worker.
-    let (mut decoded, icc) = catch_unwind(AssertUnwindSafe(|| match format {
-        ImageFormat::Jpeg => decode_jpeg(original, max_pixels, min_edge, budget),
-        // Averaging down to no less than the preview's largest size keeps it as sharp as
-        // resizing from the full image would.
-        ImageFormat::Png => png_rows::decode_png(original, max_pixels, min_edge.map(|_| PREVIEW_MAX_EDGE), budget),
-        ImageFormat::Gif | ImageFormat::WebP => decode_other(original, format, max_pixels, budget),
-        ImageFormat::Heic => heic::decode_heic(original, max_pixels, budget),
-    }))
-    .map_err(|_| DeriveError::Undecodable("the decoder failed on this file".into()))??;
-    colour::to_srgb(&mut decoded, icc.as_deref());
+    let decoded = decode_pixels(original, format, max_pixels, shrink, budget)?;
+    let thumb_size = thumb_size(head, format, &decoded, orientation);
     timings.decode = started.elapsed();
 
     let started = Instant::now();
@@ -234,11 +268,10 @@ fn run_within(
         preview
     };
     let preview = orient(preview, orientation);
-    let (width, height) = fit(preview.width, preview.height, THUMB_EDGE);
-    let thumb = if (width, height) == (preview.width, preview.height) {
+    let thumb = if thumb_size == (preview.width, preview.height) {
         preview.clone()
     } else {
-        resize(&preview, width, height)?
+        resize(&preview, thumb_size.0, thumb_size.1)?
     };
     timings.resize = started.elapsed();
 
@@ -267,6 +300,80 @@ fn run_within(
     let derivatives =
         Derivatives { preview: preview_jpeg, thumb: thumb_jpeg, preview_webp, thumb_webp, thumb_avif, placeholder };
     Ok((derivatives, timings))
+}
+
+/// The thumb alone: decoded at the smallest DCT scale still at least the thumb's edge (a 12 MP
+/// JPEG at 1/8), resized, turned upright (after resizing: fewer pixels to move), encoded, with
+/// its placeholder. Its size is the one `run_within` gives the thumb, so the AVIF made later
+/// from the preview's pixels has the same.
+fn thumb_within(
+    original: Original<'_>,
+    format: ImageFormat,
+    orientation: u16,
+    max_pixels: u64,
+    budget: u64,
+) -> Result<(Thumb, Timings), DeriveError> {
+    let mut timings = Timings::default();
+    let started = Instant::now();
+    let head = original.head;
+    let shrink = Shrink { jpeg_edge: THUMB_EDGE, png_edge: THUMB_EDGE };
+    let decoded = decode_pixels(original, format, max_pixels, Some(shrink), budget)?;
+    let (width, height) = thumb_size(head, format, &decoded, orientation);
+    timings.decode = started.elapsed();
+
+    let started = Instant::now();
+    // Resized before it is turned upright: the size asked for is the upright one.
+    let (width, height) = if (5..=8).contains(&orientation) { (height, width) } else { (width, height) };
+    let thumb =
+        if (width, height) == (decoded.width, decoded.height) { decoded } else { resize(&decoded, width, height)? };
+    let thumb = orient(thumb, orientation);
+    timings.resize = started.elapsed();
+
+    let started = Instant::now();
+    let jpeg = libjpeg::encode(&thumb, THUMB_QUALITY)?;
+    timings.encode = started.elapsed();
+    let started = Instant::now();
+    let placeholder = placeholder::thumbhash(&thumb)?;
+    timings.placeholder = started.elapsed();
+    Ok((Thumb { thumb: jpeg, placeholder }, timings))
+}
+
+/// How far a decoder may shrink while it decodes: a JPEG to the smallest DCT scale whose long
+/// edge is still at least `jpeg_edge`, a PNG by the largest integer factor keeping `png_edge`.
+#[derive(Clone, Copy)]
+struct Shrink {
+    jpeg_edge: u32,
+    png_edge: u32,
+}
+
+/// Decodes the original (shrinking as `shrink` allows) and converts it to sRGB.
+fn decode_pixels(
+    original: Original<'_>,
+    format: ImageFormat,
+    max_pixels: u64,
+    shrink: Option<Shrink>,
+    budget: u64,
+) -> Result<Pixels, DeriveError> {
+    // Decoders see untrusted bytes; a panic in one must be a refused photo, not a lost worker.
+    let (mut decoded, icc) = catch_unwind(AssertUnwindSafe(|| match format {
+        ImageFormat::Jpeg => decode_jpeg(original, max_pixels, shrink.map(|s| s.jpeg_edge), budget),
+        ImageFormat::Png => png_rows::decode_png(original, max_pixels, shrink.map(|s| s.png_edge), budget),
+        ImageFormat::Gif | ImageFormat::WebP => decode_other(original, format, max_pixels, budget),
+        ImageFormat::Heic => heic::decode_heic(original, max_pixels, budget),
+    }))
+    .map_err(|_| DeriveError::Undecodable("the decoder failed on this file".into()))??;
+    colour::to_srgb(&mut decoded, icc.as_deref());
+    Ok(decoded)
+}
+
+/// The thumb's upright size: the original's (a JPEG's frame, whatever scale it was decoded at;
+/// else what was decoded) fitted into `THUMB_EDGE`, so that thumbs made at different decode
+/// scales have the same size.
+fn thumb_size(head: &[u8], format: ImageFormat, decoded: &Pixels, orientation: u16) -> (u32, u32) {
+    let frame = (format == ImageFormat::Jpeg).then(|| budget::jpeg_frame(head)).flatten();
+    let (width, height) = frame.map_or((decoded.width, decoded.height), |f| (f.width, f.height));
+    let (width, height) = fit(width, height, THUMB_EDGE);
+    if (5..=8).contains(&orientation) { (height, width) } else { (width, height) }
 }
 
 /// Decoded pixels: 8-bit gray (1 channel) or RGB (3 channels), rows without padding; CMYK

@@ -7,9 +7,9 @@ use std::io::{BufReader, Cursor, Read, Write};
 use std::os::unix::process::CommandExt;
 
 use super::confine::{self, Files};
-use super::protocol::{self, Job, Reply, Work};
+use super::protocol::{self, Derived, Job, Reply, Work};
+use crate::media;
 use crate::media::probe::{HEAD_BYTES, ImageFormat, ProbeError};
-use crate::media::{self, derive::Derivatives};
 
 /// The decoders' reads of the original go through a buffer of this size.
 const READ_BUFFER: usize = 64 * 1024;
@@ -42,11 +42,16 @@ fn run(server: u32) -> Result<(), String> {
     let job: Job = protocol::read_line(&mut input).map_err(|e| format!("reading the job: {e}"))?;
     let mut out = std::io::stdout().lock();
     let reply = match job.work {
-        Work::Derive { len, max_pixels } => {
+        Work::Derive { len, max_pixels } | Work::Thumb { len, max_pixels } => {
             confine::lock_down(&job.limits, Files::Nothing)?;
             let budget = job.limits.memory_bytes.saturating_sub(BESIDE_THE_DECODER);
-            match derive((&mut input).take(len), len, max_pixels, budget) {
-                Ok(made) => return protocol::write_made(&mut out, &made).map_err(|e| e.to_string()),
+            let wanted = match job.work {
+                Work::Thumb { .. } => Wanted::Thumb,
+                _ => Wanted::All,
+            };
+            match derive((&mut input).take(len), len, max_pixels, budget, wanted) {
+                Ok(Derived::All(made)) => return protocol::write_made(&mut out, &made).map_err(|e| e.to_string()),
+                Ok(Derived::Thumb(made)) => return protocol::write_thumb(&mut out, &made).map_err(|e| e.to_string()),
                 Err(reason) => Reply::Undecodable(reason),
             }
         }
@@ -69,10 +74,18 @@ fn run(server: u32) -> Result<(), String> {
     protocol::write_line(&mut out, &reply).and_then(|()| out.flush()).map_err(|e| e.to_string())
 }
 
+/// What a derive job asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wanted {
+    All,
+    /// The thumb alone where that is much cheaper, else all.
+    Thumb,
+}
+
 /// Probes the original's head again (the orientation is not stored), then derives from the
 /// head and the rest of `original` as it arrives, its decoder holding at most `budget` bytes;
 /// `Err` is why it cannot be decoded.
-fn derive(mut original: impl Read, len: u64, max_pixels: u64, budget: u64) -> Result<Derivatives, String> {
+fn derive(mut original: impl Read, len: u64, max_pixels: u64, budget: u64, wanted: Wanted) -> Result<Derived, String> {
     let mut head = Vec::with_capacity(HEAD_BYTES);
     let mut want = HEAD_BYTES;
     let probe = loop {
@@ -90,7 +103,13 @@ fn derive(mut original: impl Read, len: u64, max_pixels: u64, budget: u64) -> Re
         _ => Box::new(Cursor::new(&head[..]).chain(original)),
     };
     let source = BufReader::with_capacity(READ_BUFFER, rest);
-    media::derive::derive_streamed(source, &head, probe.format, probe.orientation, budget).map_err(|e| e.to_string())
+    let (format, orientation) = (probe.format, probe.orientation);
+    let made = if wanted == Wanted::Thumb && media::derive::thumb_alone_is_cheaper(format) {
+        media::derive::derive_thumb_streamed(source, &head, format, orientation, budget).map(Derived::Thumb)
+    } else {
+        media::derive::derive_streamed(source, &head, format, orientation, budget).map(Derived::All)
+    };
+    made.map_err(|e| e.to_string())
 }
 
 /// Counts a JPEG's start-of-scan markers (`FF DA`) as its bytes pass, and fails the read past

@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
 
 use super::limits::Limits;
-use super::protocol::{self, Job, MAX_LINE_BYTES, MAX_REPLY_BYTES, Reply, Work};
+use super::protocol::{self, Derived, Job, MAX_LINE_BYTES, MAX_REPLY_BYTES, Reply, Work};
 use crate::media::derive::Derivatives;
 
 /// What is kept of a worker's (or ffmpeg's) messages, for the log.
@@ -137,6 +137,19 @@ impl MediaWorkers {
         limits: Limits,
     ) -> Result<Result<Derivatives, String>, WorkerFailure> {
         let job = Job { limits, work: Work::Derive { len, max_pixels } };
+        self.all(self.derive_job(job, original).await)
+    }
+
+    /// A photo's first phase: its thumb alone where that is much cheaper, else every derivative
+    /// (`media::derive::thumb_alone_is_cheaper`); `Ok(Err(reason))` as `derive`.
+    pub async fn thumb(
+        self: &Arc<Self>,
+        original: impl AsyncRead + Unpin,
+        len: u64,
+        max_pixels: u64,
+        limits: Limits,
+    ) -> Result<Result<Derived, String>, WorkerFailure> {
+        let job = Job { limits, work: Work::Thumb { len, max_pixels } };
         self.derive_job(job, original).await
     }
 
@@ -147,14 +160,29 @@ impl MediaWorkers {
         limits: Limits,
     ) -> Result<Result<Derivatives, String>, WorkerFailure> {
         let job = Job { limits, work: Work::DerivePng { len: png.len() as u64 } };
-        self.derive_job(job, png).await
+        self.all(self.derive_job(job, png).await)
+    }
+
+    /// A job that asked for every derivative: a thumb alone is no answer to it.
+    fn all(
+        &self,
+        answer: Result<Result<Derived, String>, WorkerFailure>,
+    ) -> Result<Result<Derivatives, String>, WorkerFailure> {
+        match answer? {
+            Ok(Derived::All(made)) => Ok(Ok(made)),
+            Ok(Derived::Thumb(_)) => {
+                self.died.fetch_add(1, Relaxed);
+                Err(WorkerFailure::Died("the media worker answered with a thumb alone".into()))
+            }
+            Err(reason) => Ok(Err(reason)),
+        }
     }
 
     async fn derive_job(
         self: &Arc<Self>,
         job: Job,
         input: impl AsyncRead + Unpin,
-    ) -> Result<Result<Derivatives, String>, WorkerFailure> {
+    ) -> Result<Result<Derived, String>, WorkerFailure> {
         let wall = job.limits.wall();
         let (status, stdout, stderr) = self.run(&job, input, MAX_LINE_BYTES + MAX_REPLY_BYTES).await?;
         let answer = stdout.and_then(|stdout| parse(&stdout).ok());
@@ -271,10 +299,11 @@ async fn read_limited(mut from: impl AsyncRead + Unpin, limit: u64) -> std::io::
 }
 
 /// A derive job's reply.
-fn parse(stdout: &[u8]) -> std::io::Result<Result<Derivatives, String>> {
+fn parse(stdout: &[u8]) -> std::io::Result<Result<Derived, String>> {
     let mut reader = std::io::BufReader::new(stdout);
     match protocol::read_line(&mut reader)? {
-        Reply::Made(parts) => protocol::read_made(&mut reader, parts).map(Ok),
+        Reply::Made(parts) => protocol::read_made(&mut reader, parts).map(|made| Ok(Derived::All(made))),
+        Reply::Thumb(parts) => protocol::read_thumb(&mut reader, parts).map(|made| Ok(Derived::Thumb(made))),
         Reply::Undecodable(reason) => Ok(Err(reason)),
     }
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::limits::Limits;
-use crate::media::derive::{Derivatives, Encoded};
+use crate::media::derive::{Derivatives, Encoded, Thumb};
 
 /// A job line is short; anything longer is not a job.
 pub const MAX_LINE_BYTES: u64 = 16 * 1024;
@@ -28,6 +28,9 @@ pub enum Work {
     /// An original photo of `len` bytes follows: its derivatives. The probe runs again on its
     /// head (the orientation is not stored) with `max_pixels`.
     Derive { len: u64, max_pixels: u64 },
+    /// As `Derive`, for the photo's first phase: its thumb alone where that is much cheaper
+    /// (`media::derive::thumb_alone_is_cheaper`), else every derivative from one decode.
+    Thumb { len: u64, max_pixels: u64 },
     /// A PNG of `len` bytes follows (a video's poster frame, as `ffmpeg` wrote it).
     DerivePng { len: u64 },
     /// `program` (ffmpeg) with `args`, reading nothing but `input`; its stdout is the reply.
@@ -39,6 +42,8 @@ pub enum Work {
 pub enum Reply {
     /// The derivatives, whose bytes follow.
     Made(Parts),
+    /// The thumb alone, whose bytes follow, then the placeholder's.
+    Thumb(ThumbParts),
     /// The photo itself cannot be made into derivatives: why, for the organiser.
     Undecodable(String),
 }
@@ -53,6 +58,20 @@ pub struct Parts {
     pub preview_webp: Option<Part>,
     pub thumb_avif: Option<Part>,
     pub placeholder: u64,
+}
+
+/// The sizes of a thumb made alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThumbParts {
+    pub thumb: Part,
+    pub placeholder: u64,
+}
+
+/// What a worker made of a photo: everything, or (first phase) its thumb alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Derived {
+    All(Derivatives),
+    Thumb(Thumb),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,14 +127,7 @@ pub fn read_made(input: &mut impl Read, parts: Parts) -> std::io::Result<Derivat
     if total > MAX_REPLY_BYTES {
         return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the reply is larger than any derivatives"));
     }
-    let mut read = |len: u64| -> std::io::Result<Vec<u8>> {
-        let mut bytes = Vec::with_capacity(len as usize);
-        input.take(len).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 != len {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the reply ended early"));
-        }
-        Ok(bytes)
-    };
+    let mut read = |len: u64| read_exactly(input, len);
     let mut encoded = |part: Option<Part>| -> std::io::Result<Option<Encoded>> {
         part.map(|p| Ok(Encoded { bytes: read(p.len)?, width: p.width, height: p.height })).transpose()
     };
@@ -125,6 +137,36 @@ pub fn read_made(input: &mut impl Read, parts: Parts) -> std::io::Result<Derivat
         return Err(std::io::Error::other("thumb and preview are always read"));
     };
     Ok(Derivatives { thumb, preview, thumb_webp, preview_webp, thumb_avif, placeholder: read(placeholder)? })
+}
+
+/// Writes a thumb made alone as a `Reply::Thumb` and its bytes.
+pub fn write_thumb(out: &mut impl Write, made: &Thumb) -> std::io::Result<()> {
+    let thumb = Part { width: made.thumb.width, height: made.thumb.height, len: made.thumb.bytes.len() as u64 };
+    write_line(out, &Reply::Thumb(ThumbParts { thumb, placeholder: made.placeholder.len() as u64 }))?;
+    out.write_all(&made.thumb.bytes)?;
+    out.write_all(&made.placeholder)?;
+    out.flush()
+}
+
+/// The thumb a `Reply::Thumb` announced, read from what follows it, within `MAX_REPLY_BYTES`.
+pub fn read_thumb(input: &mut impl Read, parts: ThumbParts) -> std::io::Result<Thumb> {
+    let ThumbParts { thumb, placeholder } = parts;
+    if thumb.len.saturating_add(placeholder) > MAX_REPLY_BYTES {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "the reply is larger than any thumb"));
+    }
+    let bytes = read_exactly(input, thumb.len)?;
+    let thumb = Encoded { bytes, width: thumb.width, height: thumb.height };
+    Ok(Thumb { thumb, placeholder: read_exactly(input, placeholder)? })
+}
+
+/// `len` bytes of `input`; `Err` when it has fewer.
+fn read_exactly(input: &mut impl Read, len: u64) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(len as usize);
+    input.take(len).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 != len {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the reply ended early"));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -153,6 +195,19 @@ mod tests {
         };
         let back = read_made(&mut input, parts).unwrap();
         assert_eq!(back, made);
+    }
+
+    #[test]
+    fn a_thumb_made_alone_comes_back_as_it_was_written() {
+        let made = Thumb { thumb: encoded(4, 12), placeholder: vec![8; 5] };
+        let mut wire = Vec::new();
+        write_thumb(&mut wire, &made).unwrap();
+        let mut input = std::io::BufReader::new(&wire[..]);
+        let Reply::Thumb(parts) = read_line(&mut input).unwrap() else {
+            panic!("a Thumb reply");
+        };
+        assert_eq!(read_thumb(&mut input, parts).unwrap(), made);
+        assert!(read_thumb(&mut &wire[..3], parts).is_err(), "fewer bytes than announced");
     }
 
     #[test]

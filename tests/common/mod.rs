@@ -492,6 +492,19 @@ impl TestApp {
         .expect(sql)
     }
 
+    /// Whether the upload still has a derivative job (its thumb, or its preview and AVIF, are
+    /// still to be made).
+    pub async fn derivatives_pending(&self, id: &str) -> bool {
+        let id = Uuid::parse_str(id).expect("an upload id");
+        let sql = "SELECT COUNT(*) FROM derivative_jobs WHERE upload_id = $1";
+        let jobs: i64 = match &self.db {
+            Db::Sqlite(p) => sqlx::query_scalar(sql).bind(id).fetch_one(p).await,
+            Db::Postgres(p) => sqlx::query_scalar(sql).bind(id).fetch_one(p).await,
+        }
+        .expect(sql);
+        jobs > 0
+    }
+
     /// Every file under the blob directory (temporary or final).
     /// The blobs ingest writes: originals and temporary ones. Derivatives, which the worker
     /// adds a moment later, are listed by `derivative_files`.
@@ -564,19 +577,20 @@ pub async fn assert_problem(response: reqwest::Response, status: StatusCode, cod
     body
 }
 
-/// Waits until the upload's derivatives are decided (ready or failed), at most 30 s; returns
-/// the Upload.
+/// Waits until the upload's derivatives are decided (ready or failed) and every one of them is
+/// made (thumbs first: a `ready` upload's preview and AVIF follow its thumb), at most 30 s;
+/// returns the Upload.
 pub async fn settled(app: &TestApp, token: &str, id: &str) -> Value {
     settled_within(app, token, id, Duration::from_secs(30)).await
 }
 
-/// Waits until the upload's derivatives are decided (ready or failed), at most `limit`.
+/// Waits until the upload's derivatives are decided (ready or failed) and made, at most `limit`.
 pub async fn settled_within(app: &TestApp, token: &str, id: &str, limit: Duration) -> Value {
     let started = std::time::Instant::now();
     while started.elapsed() < limit {
         let (status, body) = app.get_json(&format!("/api/v1/uploads/{id}"), token).await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        if body["status"] != "processing" {
+        if body["status"] != "processing" && !app.derivatives_pending(id).await {
             return body;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
