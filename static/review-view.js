@@ -4,7 +4,8 @@
 // view says so. Each decision is one request to the moderation route (with its own
 // Idempotency-Key); the view moves on at once and puts a photo back if the server refuses.
 
-import { h, previewUrl, thumbUrl, withPlaceholder, isVideo } from './util.js';
+import { h, previewUrl, thumbUrl, isVideo } from './util.js';
+import { withPlaceholder } from './placeholder.js';
 import { t, onLangChange } from './i18n.js';
 import { MessageArea } from './messages.js';
 import { moderateMany } from './moderation.js';
