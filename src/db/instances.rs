@@ -74,7 +74,7 @@ impl Db {
     pub async fn release_claims(&self, instance: Uuid) -> sqlx::Result<u64> {
         let now = Utc::now();
         let mut released = 0;
-        for table in ["derivative_jobs", "blob_jobs"] {
+        for table in ["derivative_jobs", "blob_jobs", "webhook_deliveries"] {
             let statement =
                 format!("UPDATE {table} SET claim = NULL, claimed_by = NULL, run_after = $2 WHERE claimed_by = $1");
             released += on_db!(self, pool => sqlx::query(sqlx::AssertSqlSafe(statement))

@@ -35,6 +35,7 @@ pub mod system;
 pub mod upload_parts;
 pub mod uploads;
 pub mod views;
+pub mod webhook;
 
 use axum::{Extension, Router};
 
@@ -50,6 +51,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(system::routes())
         .merge(events::routes(&keyed))
         .merge(admin::routes(&keyed))
+        .merge(webhook::routes(&keyed))
         .merge(event_page::routes())
         .merge(guests::routes())
         .merge(organiser::routes())
