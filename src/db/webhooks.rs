@@ -70,7 +70,8 @@ impl Tx {
     /// Removes the webhook and the deliveries still pending. `false`: none was set.
     pub async fn delete_webhook(&mut self) -> sqlx::Result<bool> {
         on_tx!(self, tx => sqlx::query("DELETE FROM webhook_deliveries").execute(&mut **tx).await.map(|r| r.rows_affected()))?;
-        let removed = on_tx!(self, tx => sqlx::query("DELETE FROM webhook").execute(&mut **tx).await.map(|r| r.rows_affected()))?;
+        let removed =
+            on_tx!(self, tx => sqlx::query("DELETE FROM webhook").execute(&mut **tx).await.map(|r| r.rows_affected()))?;
         Ok(removed > 0)
     }
 
