@@ -130,8 +130,9 @@ async fn get_webhook(State(state): State<AppState>, _: Admin) -> ApiResult<Respo
 /// Sets the instance's webhook (replacing the one set, whose history is cleared): from now on, when a photo starts
 /// waiting for review in an event with the review gate on, a signed JSON POST goes to `url` (after a short delay
 /// that gathers the photos which follow; see docs/api.md, "The admin's webhook"). The answer shows the secret that
-/// signs the deliveries: the one given, else the current one, else a new one. Idempotent as a PUT (it ignores
-/// `Idempotency-Key`): the same body again changes nothing but the history. Only the admin bearer token is accepted.
+/// signs the deliveries: the one given, else the current one, else a new one. Idempotent as a PUT:
+/// it ignores `Idempotency-Key`, and the same body again changes nothing but the history. Only the admin bearer
+/// token is accepted.
 #[utoipa::path(
     put,
     path = "/api/v1/admin/webhook",
@@ -200,8 +201,8 @@ async fn delete_webhook(State(state): State<AppState>, _: Admin, write: Write) -
 /// Test the webhook (admin)
 ///
 /// Sends a test delivery now (`"test": true`, no event, `waiting` 0), signed as every delivery, and answers how it
-/// went (within 10 s); it counts as the last attempt. 404 `not_found` when no webhook is set. It ignores `Idempotency-Key`:
-/// a test changes nothing but the last attempt, and may be repeated. Only the admin bearer token is accepted.
+/// went (within 10 s); it counts as the last attempt. 404 `not_found` when no webhook is set.
+/// It ignores `Idempotency-Key`: a test changes nothing but the last attempt, and may be repeated. Only the admin bearer token is accepted.
 #[utoipa::path(
     post,
     path = "/api/v1/admin/webhook/test",
