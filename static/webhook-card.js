@@ -109,6 +109,8 @@ export class WebhookCard {
     this.secretValue = secret;
     this.secret.hidden = false;
     this.render();
+    // To be copied now: it is not shown again.
+    this.secret.scrollIntoView({ block: 'center' });
   }
 
   render() {

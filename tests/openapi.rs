@@ -949,7 +949,9 @@ impl Writer<'_> {
             ("put", "/api/v1/admin/webhook") => {
                 builder.bearer_auth(ADMIN_TOKEN).json(&json!({"url": "http://127.0.0.1:9/hook"}))
             }
-            ("delete" | "post", "/api/v1/admin/webhook" | "/api/v1/admin/webhook/test") => builder.bearer_auth(ADMIN_TOKEN),
+            ("delete" | "post", "/api/v1/admin/webhook" | "/api/v1/admin/webhook/test") => {
+                builder.bearer_auth(ADMIN_TOKEN)
+            }
             ("patch", "/api/v1/uploads/{id}") => builder.bearer_auth(self.organiser).json(&json!({"hidden": true})),
             ("post", "/api/v1/uploads/{id}/comments") => {
                 builder.bearer_auth(&self.guest.token).json(&json!({"text": "Hi"}))

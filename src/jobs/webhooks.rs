@@ -255,10 +255,17 @@ fn describe(e: &s3_http::Error) -> String {
     } else {
         "request failed"
     };
-    match e.source() {
-        Some(source) => format!("{kind}: {source}"),
-        None => kind.to_owned(),
+    // The innermost causes say most ("Connection refused"); each said once.
+    let mut said = vec![kind.to_owned()];
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !said.iter().any(|s| s.contains(&text)) {
+            said.push(text);
+        }
+        source = cause.source();
     }
+    said.join(": ")
 }
 
 /// A new secret: `whsec_` and 32 random bytes (URL-safe base64).
