@@ -241,8 +241,8 @@ async fn fill(db: &Db, event_id: Uuid, guest_id: Uuid, n: i64) -> anyhow::Result
             ids.push(id);
             let insert =
                 "INSERT INTO uploads (id, event_id, guest_id, client_upload_id, filename, content_type, bytes, sha256,
-                                               width, height, created_at, status, hidden)
-                          VALUES ($1, $2, $3, $4, 'IMG.jpg', 'image/jpeg', 3000000, 'x', 4000, 3000, $5, 'ready', $6)";
+                                               width, height, created_at, captured_at, status, hidden)
+                          VALUES ($1, $2, $3, $4, 'IMG.jpg', 'image/jpeg', 3000000, 'x', 4000, 3000, $5, $5, 'ready', $6)";
             let like = "INSERT INTO likes (upload_id, guest_id, created_at) VALUES ($1, $2, $3)";
             let comment =
                 "INSERT INTO comments (id, upload_id, guest_id, text, created_at) VALUES ($1, $2, $3, 'Schön!', $4)";

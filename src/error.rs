@@ -1,8 +1,12 @@
 //! `ApiError`: every way a request can be refused, mapped to a status and a stable `code`
-//! in exactly one place each, and rendered as RFC 9457 `application/problem+json`.
+//! in exactly one place each, and rendered as RFC 9457 `application/problem+json`. The HTTP
+//! layer's own refusals are its variants; a use case's errors (`IngestError`, `ResumableError`,
+//! `EventError`) are held whole and answered as they declare themselves, so the one table from
+//! a refusal to the wire is each enum's `coded!` list, and a new refusal is its variant there
+//! (and, for a new code, its line in `ErrorCode`).
 //! A 5xx keeps its cause for the log; the client only learns that something failed.
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// Declares `ErrorCode` from one list: each code's variant, its text, its status and what it
@@ -47,7 +51,7 @@ error_codes! {
     InvalidCredentials = "invalid_credentials", UNAUTHORIZED,
         "Organiser login: wrong password.";
     Forbidden = "forbidden", FORBIDDEN,
-        "The caller is authenticated but may not do this (organiser-only or admin-only action, another guest's upload, another event's organiser, an organiser liking or commenting).";
+        "The caller is authenticated but may not do this (organiser-only or admin-only action, another guest's upload, another event's organiser, an organiser liking, commenting or writing in the guestbook).";
     WrongEvent = "wrong_event", FORBIDDEN,
         "The guest joined another event than the one in the path.";
     UploadsClosed = "uploads_closed", FORBIDDEN,
@@ -104,6 +108,8 @@ error_codes! {
         "Setting the admin's webhook: the URL is not `http://` or `https://` with a host, or is longer than 2000 characters; or the secret is not 16–200 characters.";
     InvalidComment = "invalid_comment", UNPROCESSABLE_ENTITY,
         "Commenting: the text is empty (after trimming) or longer than 1000 characters.";
+    InvalidGuestbookMessage = "invalid_guestbook_message", UNPROCESSABLE_ENTITY,
+        "Writing in the guestbook: the text is empty (after cleaning and trimming) or longer than 500 characters.";
     InvalidRequest = "invalid_request", BAD_REQUEST,
         "The JSON body is malformed, is not `application/json`, or misses a field; or a field or query value is out of range (empty or over-long event name, negative quota, non-numeric `limit`, a member other than `hidden` or `approved` when changing an upload, an unknown `gallery` mode); or a path segment that is not valid UTF-8, or a query parameter given twice.";
     InvalidCursor = "invalid_cursor", BAD_REQUEST,
@@ -139,11 +145,15 @@ error_codes! {
     InvalidUploadWindow = "invalid_upload_window", UNPROCESSABLE_ENTITY,
         "Changing an event: an end of the upload window is not an RFC 3339 time, or `uploads_open_from` is not before `uploads_open_until`.";
     GuestBlocked = "guest_blocked", FORBIDDEN,
-        "The event's organiser blocked this guest: new uploads, likes and comments are refused (replays of earlier uploads still answer).";
+        "The event's organiser blocked this guest: new uploads, likes, comments and guestbook messages are refused (replays of earlier uploads still answer).";
     CoOrganiserLimit = "co_organiser_limit", CONFLICT,
         "Adding a co-organiser: the event already has 10 that are not revoked.";
     UploadNotDeleted = "upload_not_deleted", CONFLICT,
         "Restoring an upload that is not deleted.";
+    SelectionTooLarge = "selection_too_large", UNPROCESSABLE_ENTITY,
+        "Moderating several photos at once: more than 200 upload ids in one request.";
+    InvalidReason = "invalid_reason", UNPROCESSABLE_ENTITY,
+        "Moderating several photos at once: a `reason` longer than 200 characters, or a `reason` with another action than `reject`.";
     UndoExpired = "undo_expired", GONE,
         "Restoring a deleted upload after its undo grace, or once its bytes are being (or were) removed; or one its uploader deleted.";
 }
@@ -180,7 +190,9 @@ impl utoipa::ToSchema for ErrorCode {}
 
 /// Declares an error enum whose every variant names its `ErrorCode` right after it
 /// (`Variant(fields) => Code,`), and its `code()`: the code of a refusal is written where the
-/// refusal is, once. Used by `ApiError` and by the use cases' errors (`ingest::IngestError`).
+/// refusal is, once. A trailing `wraps { Variant(Error), }` holds another coded error whole
+/// (a use case's, inside `ApiError`): its code is the one that error declares. Used by
+/// `ApiError` and by the use cases' errors (`ingest::IngestError`, `resumable::ResumableError`).
 macro_rules! coded {
     (
         $(#[$meta:meta])*
@@ -193,6 +205,12 @@ macro_rules! coded {
                 => $code:ident,
             )*
         }
+        $( wraps {
+            $(
+                $(#[$wmeta:meta])*
+                $wrapper:ident ( $(#[$wtmeta:meta])* $wrapped:ty ),
+            )*
+        } )?
     ) => {
         $(#[$meta])*
         $vis enum $name {
@@ -202,6 +220,10 @@ macro_rules! coded {
                 $( ( $( $(#[$tmeta])* $tfield ),* ) )?
                 $( { $( $sfield : $sty ),* } )?,
             )*
+            $($(
+                $(#[$wmeta])*
+                $wrapper ( $(#[$wtmeta])* $wrapped ),
+            )*)?
         }
 
         impl $name {
@@ -209,6 +231,7 @@ macro_rules! coded {
             pub fn code(&self) -> $crate::error::ErrorCode {
                 match self {
                     $( $name::$variant { .. } => $crate::error::ErrorCode::$code, )*
+                    $($( $name::$wrapper(wrapped) => wrapped.code(), )*)?
                 }
             }
         }
@@ -216,7 +239,10 @@ macro_rules! coded {
 }
 pub(crate) use coded;
 
-use crate::domain::{InvalidClientUploadId, InvalidEventSlug, InvalidText, InvalidUploadWindow, WeakPassword, rfc3339};
+use crate::domain::{InvalidClientUploadId, InvalidEventSlug, InvalidText, InvalidUploadWindow, WeakPassword};
+use crate::events::EventError;
+use crate::ingest::IngestError;
+use crate::resumable::ResumableError;
 
 coded! {
 #[derive(Debug, thiserror::Error)]
@@ -227,10 +253,10 @@ pub enum ApiError {
     Forbidden => Forbidden,
     #[error("likes and comments are for the event's guests; organisers moderate")]
     GuestsOnly => Forbidden,
+    #[error("the guestbook is for the event's guests; organisers moderate it")]
+    GuestbookForGuests => Forbidden,
     #[error("you joined another event")]
     WrongEvent => WrongEvent,
-    #[error("uploads are closed for this event")]
-    UploadsClosed => UploadsClosed,
     #[error("a request carrying cookies must come from this server's own pages")]
     CrossOrigin => CrossOrigin,
     #[error("the join token is not this event's")]
@@ -247,28 +273,10 @@ pub enum ApiError {
     NotFound => NotFound,
     #[error("this photo was deleted; it is not stored again")]
     UploadDeleted => UploadDeleted,
-    #[error("this upload id is already used by another upload")]
-    ClientUploadIdConflict => ClientUploadIdConflict,
-    #[error("this upload id was used for another file: {0}")]
-    ClientUploadIdReused(String) => ClientUploadIdReused,
-    #[error("the request body is not valid multipart/form-data: {0}")]
-    InvalidMultipart(String) => InvalidMultipart,
-    #[error("the request has no `file` part")]
-    MissingFile => MissingFile,
     #[error("`client_upload_id` must be a UUID")]
     InvalidClientUploadId => InvalidClientUploadId,
-    #[error("the Idempotency-Key header and the `client_upload_id` part name different uploads")]
-    IdempotencyKeyMismatch => IdempotencyKeyMismatch,
-    #[error("the file is larger than the limit of {limit_bytes} bytes")]
-    FileTooLarge { limit_bytes: u64 } => FileTooLarge,
-    #[error("your quota is used up: {remaining_bytes} of {quota_bytes} bytes left")]
-    QuotaExceeded { quota_bytes: i64, remaining_bytes: i64 } => QuotaExceeded,
     #[error("{0}")]
     UnsupportedMediaType(String) => UnsupportedMediaType,
-    #[error("the image declares {pixels} pixels; the limit is {limit}")]
-    ImageTooLarge { pixels: u64, limit: u64 } => ImageTooLarge,
-    #[error("the video lasts {duration_s} seconds; the limit is {limit_s} seconds")]
-    VideoTooLong { duration_s: u64, limit_s: u64 } => VideoTooLong,
     #[error("{0}")]
     WeakPassword(String) => WeakPassword,
     #[error("{0}")]
@@ -279,6 +287,8 @@ pub enum ApiError {
     InvalidComment(String) => InvalidComment,
     #[error("{0}")]
     InvalidWebhook(String) => InvalidWebhook,
+    #[error("{0}")]
+    InvalidGuestbookMessage(String) => InvalidGuestbookMessage,
     #[error("{0}")]
     InvalidRequest(String) => InvalidRequest,
     #[error("{0}")]
@@ -291,10 +301,6 @@ pub enum ApiError {
     IdempotencyKeyReused => IdempotencyKeyReused,
     #[error("the request body is larger than the limit of {limit_bytes} bytes")]
     BodyTooLarge { limit_bytes: u64 } => BodyTooLarge,
-    #[error("this event's storage is full: {remaining_bytes} of {cap_bytes} bytes left for all guests together")]
-    EventStorageFull { cap_bytes: i64, remaining_bytes: i64 } => EventStorageFull,
-    #[error("the server is running out of disk space; uploads are paused until its operator makes room")]
-    InsufficientStorage => InsufficientStorage,
     #[error("the range starts beyond the end of the file ({len} bytes)")]
     RangeNotSatisfiable { len: u64 } => RangeNotSatisfiable,
     #[error("this resource does not allow that method")]
@@ -310,31 +316,46 @@ pub enum ApiError {
     InvalidCover(String) => InvalidCover,
     #[error("{0}")]
     InvalidUploadWindow(String) => InvalidUploadWindow,
-    /// The event's upload window has not begun.
-    #[error("uploads for this event open at {}", rfc3339(*.0))]
-    UploadsNotOpenYet(chrono::DateTime<chrono::Utc>) => UploadsClosed,
-    /// The event's upload window has ended.
-    #[error("uploads for this event closed at {}", rfc3339(*.0))]
-    UploadsEnded(chrono::DateTime<chrono::Utc>) => UploadsClosed,
     #[error("the hosts have stopped your uploads")]
     GuestBlocked => GuestBlocked,
     #[error("this event already has {limit} co-organisers; revoke one first")]
     CoOrganiserLimit { limit: i64 } => CoOrganiserLimit,
     #[error("this photo is not deleted")]
     UploadNotDeleted => UploadNotDeleted,
+    #[error("{count} photos selected; at most {limit} are moderated in one request")]
+    SelectionTooLarge { count: usize, limit: usize } => SelectionTooLarge,
+    #[error("{0}")]
+    InvalidReason(String) => InvalidReason,
     #[error("this photo can no longer be restored")]
     UndoExpired => UndoExpired,
     #[error("the upload's length is missing: send Upload-Length")]
     UploadLengthRequired => UploadLengthRequired,
     #[error("{0}")]
     InconsistentUploadLength(String) => InconsistentUploadLength,
-    #[error("the upload's offset is {expected}, not {provided}")]
-    UploadOffsetMismatch { expected: u64, provided: u64 } => UploadOffsetMismatch,
-    #[error("another request is appending to this upload")]
-    UploadBusy { offset: u64 } => UploadBusy,
     #[error("internal error")]
     Internal(#[from] anyhow::Error) => Internal,
 }
+// The use cases' errors, answered as they declare them: their code beside each variant,
+// their text as the `detail`. A refusal a use case adds needs no line here.
+wraps {
+    #[error(transparent)]
+    Ingest(#[from] IngestError),
+    /// Never `ResumableError::Refused`: that one is answered as the `IngestError` it holds.
+    #[error(transparent)]
+    Resumable(ResumableError),
+    #[error(transparent)]
+    Event(#[from] EventError),
+}
+}
+
+/// A resumable upload's refusal, or the upload use case's refusal it carries, as it is.
+impl From<ResumableError> for ApiError {
+    fn from(e: ResumableError) -> Self {
+        match e {
+            ResumableError::Refused(refusal) => ApiError::Ingest(refusal),
+            e => ApiError::Resumable(e),
+        }
+    }
 }
 
 impl ApiError {
@@ -344,30 +365,56 @@ impl ApiError {
 
     /// Extra members a client can act on without parsing `detail` (which limit, how much is left).
     fn extensions(&self, problem: &mut Problem) {
+        use {IngestError as I, ResumableError as R};
         match *self {
-            ApiError::FileTooLarge { limit_bytes } | ApiError::BodyTooLarge { limit_bytes } => {
+            ApiError::Ingest(I::FileTooLarge { limit_bytes }) | ApiError::BodyTooLarge { limit_bytes } => {
                 problem.limit_bytes = Some(limit_bytes);
             }
-            ApiError::EventStorageFull { cap_bytes, remaining_bytes } => {
+            ApiError::Ingest(I::EventStorageFull { cap_bytes, remaining_bytes }) => {
                 problem.cap_bytes = Some(cap_bytes);
                 problem.remaining_bytes = Some(remaining_bytes);
             }
-            ApiError::QuotaExceeded { quota_bytes, remaining_bytes } => {
+            ApiError::Ingest(I::QuotaExceeded { quota_bytes, remaining_bytes }) => {
                 problem.quota_bytes = Some(quota_bytes);
                 problem.remaining_bytes = Some(remaining_bytes);
             }
-            ApiError::ImageTooLarge { pixels, limit } => {
+            ApiError::Ingest(I::ImageTooLarge { pixels, limit }) => {
                 problem.pixels = Some(pixels);
                 problem.limit_pixels = Some(limit);
             }
-            ApiError::VideoTooLong { duration_s, limit_s } => {
+            ApiError::Ingest(I::VideoTooLong { duration_s, limit_s }) => {
                 problem.duration_s = Some(duration_s);
                 problem.limit_seconds = Some(limit_s);
             }
             ApiError::TooManyAttempts { retry_after_s } => problem.retry_after_s = Some(retry_after_s),
-            ApiError::UploadOffsetMismatch { expected, provided } => {
+            ApiError::Resumable(R::UploadOffsetMismatch { expected, provided }) => {
                 problem.expected_offset = Some(expected);
                 problem.provided_offset = Some(provided);
+            }
+            _ => {}
+        }
+    }
+
+    /// Headers a client acts on: when to try again, where a resumable upload stands.
+    fn headers(&self, headers: &mut HeaderMap) {
+        use ResumableError as R;
+        match *self {
+            ApiError::TooManyAttempts { retry_after_s } | ApiError::IdempotencyKeyInFlight { retry_after_s } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+            }
+            ApiError::Resumable(R::UploadBusy { offset }) => {
+                headers.insert("upload-offset", HeaderValue::from(offset));
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            ApiError::Resumable(
+                R::UploadOffsetMismatch { expected: offset, .. } | R::InsufficientStorage { offset },
+            ) => {
+                headers.insert("upload-offset", HeaderValue::from(offset));
+            }
+            ApiError::RangeNotSatisfiable { len } => {
+                if let Ok(value) = HeaderValue::from_str(&format!("bytes */{len}")) {
+                    headers.insert(header::CONTENT_RANGE, value);
+                }
             }
             _ => {}
         }
@@ -465,7 +512,9 @@ impl From<InvalidText> for ApiError {
             InvalidText::EventName(why) => ApiError::InvalidRequest(why),
             InvalidText::Caption(why) => ApiError::InvalidCaption(why),
             InvalidText::Comment(why) => ApiError::InvalidComment(why),
+            InvalidText::GuestbookMessage(why) => ApiError::InvalidGuestbookMessage(why),
             InvalidText::WelcomeText(why) => ApiError::InvalidWelcomeText(why),
+            InvalidText::RejectReason(why) => ApiError::InvalidReason(why),
         }
     }
 }
@@ -497,18 +546,18 @@ impl From<WeakPassword> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = self.status();
+        let code = self.code();
+        let status = code.status();
         // A 5xx keeps its cause in the log; only running out of disk is something the guest
         // should read as it is, and which part of the server is not ready (never why: that
         // is in the log) something a load balancer's operator should.
         let detail =
-            if status.is_server_error() && !matches!(self, ApiError::InsufficientStorage | ApiError::NotReady(_)) {
+            if status.is_server_error() && !matches!(code, ErrorCode::InsufficientStorage | ErrorCode::NotReady) {
                 tracing::error!(error = ?self, "request failed");
                 "The server could not complete this request. It has been logged.".to_owned()
             } else {
                 self.to_string()
             };
-        let code = self.code();
         let mut body = Problem {
             kind: problem_type(code),
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
@@ -531,20 +580,7 @@ impl IntoResponse for ApiError {
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
-        if let ApiError::TooManyAttempts { retry_after_s } | ApiError::IdempotencyKeyInFlight { retry_after_s } = self {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
-        }
-        if let ApiError::UploadBusy { offset } | ApiError::UploadOffsetMismatch { expected: offset, .. } = self {
-            headers.insert("upload-offset", HeaderValue::from(offset));
-        }
-        if let ApiError::UploadBusy { .. } = self {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        if let ApiError::RangeNotSatisfiable { len } = self
-            && let Ok(value) = HeaderValue::from_str(&format!("bytes */{len}"))
-        {
-            headers.insert(header::CONTENT_RANGE, value);
-        }
+        self.headers(headers);
         response
     }
 }
@@ -563,3 +599,61 @@ fn problem_type(code: ErrorCode) -> String {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn answer(error: impl Into<ApiError>) -> (StatusCode, HeaderMap, serde_json::Value) {
+        let response = error.into().into_response();
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+        (parts.status, parts.headers, serde_json::from_slice(&bytes).unwrap_or_default())
+    }
+
+    /// A use case's refusal is answered as its variant declares it: code, status, text and
+    /// members, with no table in between.
+    #[tokio::test]
+    async fn a_use_case_refusal_is_answered_with_its_own_code_text_and_members() {
+        let refusal = IngestError::QuotaExceeded { quota_bytes: 10, remaining_bytes: 1 };
+        let said = refusal.to_string();
+        let (status, headers, body) = answer(refusal).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/problem+json");
+        assert_eq!(body["code"], "quota_exceeded");
+        assert_eq!(body["detail"], said.as_str());
+        assert_eq!((body["quota_bytes"].as_i64(), body["remaining_bytes"].as_i64()), (Some(10), Some(1)));
+    }
+
+    /// The upload use case's refusal inside a resumable upload's error is answered as itself.
+    #[tokio::test]
+    async fn a_refusal_a_resumable_upload_carries_is_answered_as_the_upload_use_case_s() {
+        let error = ApiError::from(ResumableError::Refused(IngestError::ImageTooLarge { pixels: 9, limit: 4 }));
+        assert!(matches!(error, ApiError::Ingest(IngestError::ImageTooLarge { .. })));
+        let (status, _, body) = answer(error).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!((body["code"].as_str(), body["pixels"].as_u64()), (Some("image_too_large"), Some(9)));
+    }
+
+    /// Where a resumable upload stands travels in its headers, the disk's floor included.
+    #[tokio::test]
+    async fn a_resumable_refusal_says_where_the_upload_stands() {
+        let (status, headers, body) = answer(ResumableError::InsufficientStorage { offset: 7 }).await;
+        assert_eq!(status, StatusCode::INSUFFICIENT_STORAGE);
+        assert_eq!(headers["upload-offset"], "7");
+        assert_eq!(body["detail"], ResumableError::InsufficientStorage { offset: 7 }.to_string().as_str());
+        let (status, headers, _) = answer(ResumableError::UploadBusy { offset: 3 }).await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(headers["upload-offset"], "3");
+        assert_eq!(headers[header::RETRY_AFTER], "1");
+    }
+
+    /// An internal failure inside a use case says nothing of its cause.
+    #[tokio::test]
+    async fn a_use_case_s_internal_failure_hides_its_cause() {
+        let (status, _, body) = answer(IngestError::Superseded).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body["code"], "internal");
+        assert_eq!(body["detail"], "The server could not complete this request. It has been logged.");
+    }
+}

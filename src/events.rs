@@ -9,15 +9,18 @@ use crate::db::event_page::EventPageRow;
 use crate::db::events::EventRow;
 use crate::db::{Db, Tx};
 use crate::domain::{EventName, EventSlug, Gallery, OrganiserPassword};
+use crate::error::coded;
 
+coded! {
 /// Why an event was not created.
 #[derive(Debug, thiserror::Error)]
 pub enum EventError {
     /// A limit the request gave is not possible; names the field.
     #[error("{0} must not be negative")]
-    Negative(&'static str),
+    Negative(&'static str) => InvalidRequest,
     #[error(transparent)]
-    Internal(#[from] anyhow::Error),
+    Internal(#[from] anyhow::Error) => Internal,
+}
 }
 
 pub struct NewEvent {

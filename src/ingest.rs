@@ -1,6 +1,6 @@
 //! The upload use case, in one place: from a guest's parts to one stored photo, or to a replay
 //! of the photo a key already names. It knows nothing of HTTP: a transport hands it the parts
-//! (`UploadParts`) and maps its refusals (`IngestError`) to answers.
+//! (`UploadParts`) and answers its refusals (`IngestError`, each with the contract's code).
 //!
 //! 1. A key the client named before any part (the `Idempotency-Key` header) is looked up when
 //!    the upload begins: a known key is answered (replay, conflict, deleted) without storing

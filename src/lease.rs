@@ -1,7 +1,8 @@
 //! How a holder keeps a lease while it works: renewed every third of its length, so that two
 //! renewals may fail in passing before it runs out, and the wait ended as soon as a renewal finds
 //! the lease lost. Written once for the derivative jobs and for a resumable upload's completion;
-//! each table's own claim, renew and fenced final write stay in `db`.
+//! the statements (claim, renew, fenced write, release, and the job queues' claim) are written
+//! once too, in `db::lease`, for every leased table.
 
 use std::future::Future;
 use std::time::Duration;

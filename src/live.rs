@@ -1,4 +1,5 @@
-//! Live news for slideshows: which uploads became visible or went away, on every instance.
+//! Live news for slideshows: which uploads (and guestbook messages) became visible or went away,
+//! on every instance.
 //!
 //! Changes are appended to the `live_feed` table in their own transaction (`db::live`). One
 //! poller per instance reads the feed's recent tail while anyone listens and fans new rows out
@@ -78,11 +79,7 @@ impl LiveHub {
                             if seen.insert(row.seq, Instant::now()).is_some() {
                                 continue;
                             }
-                            let kind = if row.kind == LiveKind::Removed.as_str() {
-                                LiveKind::Removed
-                            } else {
-                                LiveKind::Upload
-                            };
+                            let kind = LiveKind::parse(&row.kind);
                             // No listener left is fine: the next poll finds nobody and idles.
                             let _ =
                                 self.sender.send(LiveEvent { event_id: row.event_id, kind, upload_id: row.upload_id });

@@ -44,6 +44,7 @@ use crate::db::guests::GuestRow;
 use crate::db::resumable::{ResumableRow, Room};
 use crate::db::uploads::UploadRow;
 use crate::domain::{Caption, ClientUploadId, FileName};
+use crate::error::coded;
 use crate::ingest::{Ingest, IngestError};
 
 pub use append::{AppendOutcome, Appended, Piece};
@@ -91,26 +92,31 @@ pub enum Created {
     Stored(UploadRow),
 }
 
-/// Why a request on a resource was not served.
+coded! {
+/// Why a request on a resource was not served: named as the contract names it, with its code
+/// beside it and its text the problem's `detail`.
 #[derive(Debug, thiserror::Error)]
 pub enum ResumableError {
-    #[error("no such upload resource")]
-    NotFound,
-    #[error("another request is appending to or completing this upload")]
-    UploadBusy { offset: u64 },
+    #[error("not found")]
+    NotFound => NotFound,
+    #[error("another request is appending to this upload")]
+    UploadBusy { offset: u64 } => UploadBusy,
     #[error("the upload's offset is {expected}, not {provided}")]
-    UploadOffsetMismatch { expected: u64, provided: u64 },
+    UploadOffsetMismatch { expected: u64, provided: u64 } => UploadOffsetMismatch,
     #[error("{0}")]
-    InconsistentUploadLength(String),
+    InconsistentUploadLength(String) => InconsistentUploadLength,
     /// The client went away mid-request: nobody reads the answer.
-    #[error("the request was cut short")]
-    Cut,
+    #[error("the request was cut short; its bytes are kept")]
+    Cut => InvalidRequest,
     /// The photo store's disk is below its free-space floor: the bytes up to `offset` are
     /// kept, the resource stays open for the client to resume once there is room.
-    #[error("the photo store's disk is below its free-space floor; {offset} bytes are kept")]
-    InsufficientStorage { offset: u64 },
+    #[error("the server is running out of disk space; uploads are paused until its operator makes room")]
+    InsufficientStorage { offset: u64 } => InsufficientStorage,
+}
+wraps {
     #[error(transparent)]
     Refused(#[from] IngestError),
+}
 }
 
 impl From<anyhow::Error> for ResumableError {

@@ -1,8 +1,8 @@
-// Blocking a guest from the organiser's dashboard: a "Block" action under each tile (beside the
-// sender's name) asks in place, naming the guest and how many photos they sent, then hides all
-// of them and stops the guest's uploads, likes and comments; the card of blocked guests lists
-// them with Unblock. Unblocking lets them upload again; the hidden photos stay hidden until
-// shown one by one.
+// Blocking a guest from the organiser's dashboard: a "Block" action in a photo's lightbox asks in
+// place, naming the guest and how many photos they sent, then hides all of them and stops the
+// guest's uploads, likes and comments; the card of blocked guests lists them with Unblock, and
+// "Unblock and show their photos again", which shows again the photos the block hid (those the
+// organiser hid or rejected by hand stay hidden).
 
 import { h, api } from './util.js';
 import { t, onLangChange } from './i18n.js';
@@ -19,13 +19,13 @@ function blockQuestion(standing) {
 }
 
 /**
- * The "Block" button under a tile.
+ * The "Block" button of a photo (in the organiser's lightbox).
  * @param {object} upload the tile's photo
  * @param {{slug: string, messages: import('./messages.js').MessageArea, onBlocked: (standing) => void}} o
  */
 export function blockButton(upload, { slug, messages, onBlocked }) {
   const guest = upload.guest || {};
-  const button = h('button', { type: 'button', class: 'tile-block', 'data-action': 'block-guest', 'data-guest-id': guest.id || '' });
+  const button = h('button', { type: 'button', class: 'secondary block-guest', 'data-action': 'block-guest', 'data-guest-id': guest.id || '' });
   const label = () => {
     button.textContent = t('block_short');
     button.setAttribute('aria-label', `${t('block_guest')}: ${guest.display_name ?? ''}`);
@@ -61,7 +61,8 @@ export function blockButton(upload, { slug, messages, onBlocked }) {
 /** The card of blocked guests, each with Unblock. */
 export class BlockedGuestsCard {
   /**
-   * @param {{slug: string, messages: import('./messages.js').MessageArea, onUnblocked: (standing) => void}} o
+   * @param {{slug: string, messages: import('./messages.js').MessageArea, onUnblocked: (standing, o: {shown: boolean}) => void}} o
+   *   `shown`: the photos the block hid are shown again
    */
   constructor({ slug, messages, onUnblocked }) {
     this.slug = slug;
@@ -94,19 +95,23 @@ export class BlockedGuestsCard {
 
   row(g) {
     const unblock = h('button', { type: 'button', class: 'secondary small', 'data-action': 'unblock' }, t('unblock'));
-    unblock.addEventListener('click', async () => {
-      unblock.disabled = true;
+    const andShow = h('button', { type: 'button', class: 'small', 'data-action': 'unblock-and-show' }, t('unblock_and_show'));
+    const run = async (button, showPhotos) => {
+      unblock.disabled = andShow.disabled = true;
       try {
-        const after = await api('DELETE', `${guestPath(this.slug, g.id)}/block`);
+        const after = await api('DELETE', `${guestPath(this.slug, g.id)}/block${showPhotos ? '?show_photos=true' : ''}`);
         this.messages.note(() => t('unblocked_note', { name: after.display_name }));
-        this.onUnblocked(after);
+        this.onUnblocked(after, { shown: showPhotos });
         await this.refresh();
       } catch (err) {
         this.messages.refusal(err);
-        unblock.disabled = false;
+        unblock.disabled = andShow.disabled = false;
+        button.focus();
       }
-    });
+    };
+    unblock.addEventListener('click', () => run(unblock, false));
+    andShow.addEventListener('click', () => run(andShow, true));
     const photos = g.upload_count === 1 ? t('photos_count_one') : t('photos_count', { n: g.upload_count });
-    return h('li', { class: 'person', 'data-guest-id': g.id }, h('span', { class: 'person-name' }, g.display_name, h('span', { class: 'muted' }, ` · ${photos}`)), unblock);
+    return h('li', { class: 'person', 'data-guest-id': g.id }, h('span', { class: 'person-name' }, g.display_name, h('span', { class: 'muted' }, ` · ${photos}`)), h('span', { class: 'person-actions' }, andShow, unblock));
   }
 }

@@ -1,19 +1,27 @@
-// The gallery: a grid of thumbnails, newest first, that loads the next page (keyset cursor)
-// as one scrolls, and follows the live stream of new and removed photos; a tile opens the
+// The gallery: a grid of thumbnails, newest first — by the time each was taken, or by upload as
+// the viewer chooses (remembered on the device) — that loads the next page (keyset cursor) as one scrolls, and follows the live stream of new and removed photos; a tile opens the
 // lightbox (lightbox.js). Every user-provided string is set as text, never as HTML.
 // A tile shows the thumbnail only: while the server still makes it, the guest's own photo is
 // drawn from the copy in this page's upload queue, anyone else's as a calm placeholder; the
 // thumbnail takes its place when the live stream (or a re-read) says it exists.
 
-import { h, api, ApiError, thumbUrl, isVideo, durationText, STATUS, REVIEW } from './util.js';
+import { h, api, ApiError, thumbUrl, isVideo, durationText, capturedAt, remembered, remember, STATUS, REVIEW } from './util.js';
 import { withPlaceholder } from './placeholder.js';
 import { t, onLangChange } from './i18n.js';
 import { Lightbox } from './lightbox.js';
 
 const PAGE = 30;
 
-/** Newest first: ids are time-ordered UUIDs; created_at breaks ties with other id schemes. */
-function newer(a, b) {
+/** The gallery's orders, as the listing's `order` names them. */
+export const ORDER = Object.freeze({ TAKEN: 'taken', UPLOADED: 'uploaded' });
+const ORDER_KEY = 'confetti.galleryOrder';
+
+/**
+ * Newest first in `order`, as the server lists: by capture time, then by upload. Ids are
+ * time-ordered UUIDs; created_at breaks ties with other id schemes.
+ */
+function newer(a, b, order) {
+  if (order === ORDER.TAKEN && capturedAt(a) !== capturedAt(b)) return capturedAt(a) > capturedAt(b);
   if (a.created_at !== b.created_at) return a.created_at > b.created_at;
   return a.id > b.id;
 }
@@ -29,9 +37,14 @@ export class Gallery {
    * @param {import('./messages.js').MessageArea} o.messages the page's, for what outlives the lightbox
    * @param {(upload) => (Blob | null)} [o.localBlob] the photo's bytes still held by this page's
    *   upload queue, drawn while the server has no thumbnail of it yet
+   * @param {(upload) => HTMLElement[]} [o.extraActions] more controls for the lightbox (the
+   *   organiser's Block and Set as cover)
    */
-  constructor({ slug, root, viewer, onDeleted, messages, localBlob }) {
+  constructor({ slug, root, viewer, onDeleted, messages, localBlob, extraActions }) {
     this.slug = slug;
+    this.extraActions = extraActions || (() => []);
+    // The organiser's selection (selection.js), while it exists: a tap selects instead of opening.
+    this.selection = null;
     this.localBlob = localBlob || (() => null);
     // Object URLs of queued photos shown in place of a thumbnail not made yet, by upload id.
     this.localUrls = new Map();
@@ -46,11 +59,17 @@ export class Gallery {
     this.filterMine = false;
     this.listeners = new Set();
 
-    this.grid = h('ul', { class: 'grid', 'data-testid': 'gallery' });
+    this.sort = remembered(ORDER_KEY) === ORDER.UPLOADED ? ORDER.UPLOADED : ORDER.TAKEN;
+    this.sortSelect = h('select', { name: 'gallery_order', 'data-testid': 'gallery-order', onchange: () => this.setSort(this.sortSelect.value) },
+      h('option', { value: ORDER.TAKEN }), h('option', { value: ORDER.UPLOADED }));
+    this.sortSelect.value = this.sort;
+    this.sortLabel = h('span', {});
+    this.sortControl = h('label', { class: 'gallery-order' }, this.sortLabel, this.sortSelect);
+    this.grid = h('ul', { class: 'grid', 'data-testid': 'gallery', 'data-order': this.sort });
     this.empty = h('p', { class: 'empty' });
     this.more = h('button', { type: 'button', class: 'more secondary', onclick: () => this.loadMore() });
     this.sentinel = h('div', { class: 'sentinel', 'aria-hidden': 'true' });
-    root.append(this.grid, this.empty, this.more, this.sentinel);
+    root.append(this.sortControl, this.grid, this.empty, this.more, this.sentinel);
     this.lightbox = new Lightbox(this);
 
     if ('IntersectionObserver' in window) {
@@ -59,7 +78,28 @@ export class Gallery {
       }, { rootMargin: '600px 0px' });
       this.observer.observe(this.sentinel);
     }
-    onLangChange(() => this.renderAll());
+    this.renderSortWords();
+    onLangChange(() => {
+      this.renderSortWords();
+      this.renderAll();
+    });
+  }
+
+  renderSortWords() {
+    this.sortLabel.textContent = t('order_label');
+    this.sortSelect.options[0].textContent = t('order_taken');
+    this.sortSelect.options[1].textContent = t('order_uploaded');
+  }
+
+  /** Lists by capture time or by upload from now on, on this device too, read afresh from the first page. */
+  setSort(order) {
+    if (order !== ORDER.TAKEN && order !== ORDER.UPLOADED) return;
+    remember(ORDER_KEY, order);
+    this.sortSelect.value = order;
+    if (order === this.sort) return;
+    this.sort = order;
+    this.grid.dataset.order = order;
+    this.reload();
   }
 
   onChange(fn) {
@@ -74,10 +114,13 @@ export class Gallery {
   loadMore() {
     if (this.exhausted) return Promise.resolve();
     if (this.loading) return this.loading;
-    const params = new URLSearchParams({ limit: String(PAGE) });
+    const sort = this.sort;
+    const params = new URLSearchParams({ limit: String(PAGE), order: sort });
     if (this.cursor) params.set('cursor', this.cursor);
     this.loading = api('GET', `/api/v1/events/${encodeURIComponent(this.slug)}/uploads?${params}`)
       .then((page) => {
+        // Switched to the other order meanwhile: this page and its cursor belong to the old one.
+        if (sort !== this.sort) return;
         for (const u of page.items) this.upsert(u, { append: true });
         this.cursor = page.next_cursor;
         this.exhausted = !page.next_cursor;
@@ -113,14 +156,14 @@ export class Gallery {
     return r.top < window.innerHeight + 600 && this.sentinel.offsetParent !== null;
   }
 
-  /** Adds or refreshes one upload and its tile, keeping newest first. */
+  /** Adds or refreshes one upload and its tile, keeping newest first in the gallery's order. */
   upsert(u, { append = false } = {}) {
     const known = this.uploads.has(u.id);
     this.uploads.set(u.id, u);
     if (!known) {
       let index = this.order.length;
-      if (!append || (this.order.length && newer(u, this.uploads.get(this.order[this.order.length - 1])))) {
-        index = this.order.findIndex((id) => newer(u, this.uploads.get(id)));
+      if (!append || (this.order.length && newer(u, this.uploads.get(this.order[this.order.length - 1]), this.sort))) {
+        index = this.order.findIndex((id) => newer(u, this.uploads.get(id), this.sort));
         if (index < 0) index = this.order.length;
       }
       this.order.splice(index, 0, u.id);
@@ -144,6 +187,7 @@ export class Gallery {
     this.order = this.order.filter((x) => x !== id);
     this.grid.querySelector(`[data-upload-id="${id}"]`)?.remove();
     if (this.lightbox.current === id) this.lightbox.close();
+    this.selection?.forget(id);
     this.forgetLocal(id);
     this.renderFooter();
     this.emit();
@@ -259,19 +303,24 @@ export class Gallery {
       ? h('span', { class: 'tile-video', 'data-testid': 'tile-video', 'aria-hidden': 'true' }, h('span', { class: 'tile-play' }, '▶'), durationText(u.duration_s))
       : null;
     const pending = u.review === REVIEW.PENDING;
-    const badge = u.status === STATUS.HIDDEN ? t('hidden') : pending ? t('badge_pending') : u.status === STATUS.PROCESSING ? t('processing') : u.status === STATUS.FAILED ? t('failed') : null;
+    const badge = u.rejected ? t('rejected') : u.status === STATUS.HIDDEN ? t('hidden') : pending ? t('badge_pending') : u.status === STATUS.PROCESSING ? t('processing') : u.status === STATUS.FAILED ? t('failed') : null;
     const picture = this.picture(u);
+    // While the organiser selects, a tap selects (the button says whether it is pressed).
+    const selecting = Boolean(this.selection?.active);
+    const chosen = selecting && this.selection.has(u.id);
     return h(
       'li',
-      { class: 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-review': u.review || REVIEW.APPROVED, 'data-mine': mine ? 'true' : 'false', 'data-picture': picture.kind },
+      { class: chosen ? 'tile selected' : 'tile', 'data-upload-id': u.id, 'data-status': u.status, 'data-review': u.review || REVIEW.APPROVED, 'data-rejected': u.rejected ? 'true' : undefined, 'data-mine': mine ? 'true' : 'false', 'data-picture': picture.kind },
       h(
         'button',
-        { type: 'button', class: 'tile-open', 'aria-label': tileLabel(u), onclick: () => this.lightbox.open(u.id) },
+        { type: 'button', class: 'tile-open', 'aria-label': tileLabel(u), 'aria-pressed': selecting ? String(chosen) : undefined, onclick: () => (this.selection?.active ? this.selection.toggle(u.id) : this.lightbox.open(u.id)) },
         picture.el,
         video,
       ),
       badge ? h('span', { class: 'badge' }, badge) : null,
       u.likes > 0 ? h('span', { class: 'tile-likes' }, t('likes', { n: u.likes })) : null,
+      // A rejected photo tells its sender why (only they and the organiser see it).
+      u.rejected ? h('p', { class: 'tile-reason', 'data-testid': 'tile-reason' }, u.rejected_reason ? t('rejected_reason', { reason: u.rejected_reason }) : t('rejected_no_reason')) : null,
     );
   }
 

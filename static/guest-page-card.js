@@ -1,5 +1,5 @@
 // The organiser's "Guest page" card: what guests see at the top of their page and may do there.
-// The welcome text, the cover (chosen with "Set as cover" under a gallery tile, removed here),
+// The welcome text, the cover (chosen with "Set as cover" in a photo's lightbox, removed here),
 // whether guests may save each other's photos, and the window in which uploads are open
 // (the event's times, typed in this device's time zone). Each change is one PATCH of the event.
 
@@ -26,7 +26,7 @@ export class GuestPageCard {
    * @param {object} o
    * @param {(patch: object, note: HTMLElement) => Promise<void>} o.change sends a change of the
    *   event and says how it went in `note`
-   * @param {HTMLElement} o.galleryRoot where the gallery draws its tiles ("Set as cover" goes under each)
+   * @param {HTMLElement} o.galleryRoot where the gallery draws its tiles (the cover's is marked)
    * @param {() => (import('./gallery.js').Gallery | null)} o.gallery
    */
   constructor({ change, galleryRoot, gallery }) {
@@ -78,7 +78,7 @@ export class GuestPageCard {
       h('div', { class: 'row switch-row' }, this.downloads, this.downloadsLabel),
       windowForm, this.note);
 
-    // "Set as cover" under every tile that can be one (the gallery redraws tiles: look again then).
+    // The cover's tile is marked (the gallery redraws tiles: look again then).
     new MutationObserver(() => this.markTiles()).observe(galleryRoot, { childList: true, subtree: true });
     onLangChange(() => this.render(this.event));
   }
@@ -114,25 +114,28 @@ export class GuestPageCard {
     this.markTiles();
   }
 
-  /** Each ready, shown tile offers "Set as cover"; the cover's own tile says it is the cover. */
+  /** The cover's own tile says it is the cover (a mark over the photo, no taller tile). */
   markTiles() {
     const gallery = this.gallery();
     if (!gallery || !this.event) return;
     for (const tile of this.galleryRoot.querySelectorAll('.tile[data-upload-id]')) {
-      const id = tile.dataset.uploadId;
-      const can = gallery.uploads.get(id)?.status === STATUS.READY;
-      const isCover = id === this.event.cover_upload_id;
+      const isCover = tile.dataset.uploadId === this.event.cover_upload_id;
       let mark = tile.querySelector(':scope > .tile-cover');
-      const want = !can ? '' : isCover ? 'cover' : 'set';
-      if ((mark?.dataset.state || '') === want && (!mark || mark.dataset.lang === t('cover'))) continue;
+      if (isCover && mark?.dataset.lang === t('cover')) continue;
       mark?.remove();
-      if (!want) continue;
-      mark = isCover
-        ? h('span', { class: 'tile-cover is-cover', 'data-testid': 'cover-mark' }, `★ ${t('cover')}`)
-        : h('button', { type: 'button', class: 'tile-cover secondary small', 'data-action': 'set-cover', onclick: () => this.change({ cover_upload_id: id }, this.note) }, t('cover_set'));
-      mark.dataset.state = want;
+      if (!isCover) continue;
+      mark = h('span', { class: 'tile-cover is-cover', 'data-testid': 'cover-mark' }, `★ ${t('cover')}`);
       mark.dataset.lang = t('cover');
       tile.append(mark);
     }
+  }
+
+  /**
+   * "Set as cover" for the organiser's lightbox: for a ready, shown photo that is not the cover
+   * already; null otherwise.
+   */
+  coverButton(u) {
+    if (u.status !== STATUS.READY || u.id === this.event?.cover_upload_id) return null;
+    return h('button', { type: 'button', class: 'secondary', 'data-action': 'set-cover', onclick: () => this.change({ cover_upload_id: u.id }, this.note) }, t('cover_set'));
   }
 }

@@ -1,6 +1,6 @@
 // The guest's page for one event, composed of its views: the cover, welcome text and upload
 // window (event-page.js), joining (join-view.js), the greeting and quota (quota-view.js), the
-// upload queue (upload-view.js over queue.js) and the gallery (gallery-view.js). This module only puts them together: who the guest is, which views show,
+// upload queue (upload-view.js over queue.js), the guestbook (guestbook-view.js) and the gallery (gallery-view.js). This module only puts them together: who the guest is, which views show,
 // and what one view's news means for another.
 
 //
@@ -20,7 +20,8 @@ function views() {
     import('./gallery-view.js'),
     import('./event-page.js'),
     import('./host-modes-view.js'),
-  ]).then(([queue, quota, upload, gallery, eventPage, hostModes]) => ({ ...queue, ...quota, ...upload, ...gallery, ...eventPage, ...hostModes }));
+    import('./guestbook-view.js'),
+  ]).then(([queue, quota, upload, gallery, eventPage, hostModes, guestbook]) => ({ ...queue, ...quota, ...upload, ...gallery, ...eventPage, ...hostModes, ...guestbook }));
 }
 
 /** The server's limits and capabilities (from the page itself when it brought them); remembered for pages opened while offline. */
@@ -56,8 +57,9 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   const pageSection = h('section', { class: 'event-page' });
   const joinSection = h('section', { class: 'card join', hidden: true });
   const uploadSection = h('section', { class: 'uploader', hidden: true });
+  const guestbookSection = h('section', { class: 'card guestbook', hidden: true });
   const gallerySection = h('section', { class: 'gallery-section', hidden: true });
-  main.replaceChildren(pageSection, joinSection, uploadSection, gallerySection);
+  main.replaceChildren(pageSection, joinSection, uploadSection, guestbookSection, gallerySection);
 
   // A guest the server does not know yet is asked for a name at once; sending it waits for the
   // rest of the page.
@@ -68,7 +70,7 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   const join = new JoinView({ slug, section: joinSection, onJoined: async () => (await entering)() });
   if (boot && !boot.me) join.show();
 
-  const [info, { UploadQueue, QuotaView, UploadView, GalleryView, EventPageView, uploadState, HostModesView }] = await Promise.all([serverInfo(boot), views()]);
+  const [info, { UploadQueue, QuotaView, UploadView, GalleryView, EventPageView, uploadState, HostModesView, GuestbookView }] = await Promise.all([serverInfo(boot), views()]);
   const caps = info.capabilities || ['client_upload_id', 'upload_preflight'];
   let me = null;
 
@@ -98,6 +100,7 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   const quota = new QuotaView(uploadSection);
   const uploads = new UploadView({ queue, info, event, section: uploadSection });
   const gallery = new GalleryView(gallerySection);
+  const guestbook = new GuestbookView(guestbookSection, { slug });
   // The host modes: what the guest is told above the gallery, and the gallery opening on time.
   const modes = new HostModesView(gallerySection, { slug, onOpened: () => gallery.reload() });
   modes.update(event);
@@ -152,6 +155,7 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   function showJoin(message) {
     uploadSection.hidden = true;
     gallerySection.hidden = true;
+    guestbookSection.hidden = true;
     join.show(message);
   }
 
@@ -159,6 +163,7 @@ export async function guestPage({ slug, event, main, messages, boot }) {
     me = known;
     quota.render(me);
     uploads.setBlocked(Boolean(me.blocked));
+    guestbook.setBlocked(Boolean(me.blocked));
   }
 
   async function refreshMe() {
@@ -197,6 +202,8 @@ export async function guestPage({ slug, event, main, messages, boot }) {
         }
       },
     });
+    guestbookSection.hidden = false;
+    guestbook.start({ me, source: gallery.gallery?.source });
     queue.start();
   }
 

@@ -1,12 +1,13 @@
 // The organiser's host modes: the "Host modes" card (the review gate, whose photos guests see,
-// the time the gallery opens) and the list of photos waiting for approval, with Approve and
-// Approve all. Approving goes through the API's PATCH, which makes the photo appear for
-// everyone, live.
+// the time the gallery opens) and the list of photos waiting for approval, with Approve, Approve
+// all (one moderation request) and Review (the large view, review-view.js). Approving makes the
+// photo appear for everyone, live.
 
 import { h, api, ApiError, thumbUrl, REVIEW, STATUS } from './util.js';
 import { withPlaceholder } from './placeholder.js';
 import { t, onLangChange, formatWhen } from './i18n.js';
 import { showError } from './messages.js';
+import { moderateMany } from './moderation.js';
 
 /** `YYYY-MM-DDTHH:MM` in this device's time zone: what a `datetime-local` input holds. */
 function localInput(iso) {
@@ -100,11 +101,13 @@ export class HostModesCard {
 /** The photos waiting for approval, newest first, with Approve and Approve all. */
 export class PendingList {
   /**
-   * @param {{slug: string, messages: import('./messages.js').MessageArea, onApproved: (upload) => void, onCount?: (n: number) => void}} o
-   *   `onApproved`: a photo as the server answered its approval; `onCount`: how many wait now
+   * @param {{slug: string, messages: import('./messages.js').MessageArea, onApproved: (upload) => void, onCount?: (n: number) => void, onReview?: () => void, onModerated?: (items: object[]) => void}} o
+   *   `onApproved`: a photo as the server answered its approval; `onCount`: how many wait now;
+   *   `onReview`: open the review view; `onModerated`: the answer of Approve all, per photo
    */
-  constructor({ slug, messages, onApproved, onCount }) {
+  constructor({ slug, messages, onApproved, onCount, onReview, onModerated }) {
     this.onCount = onCount || (() => {});
+    this.onModerated = onModerated || ((items) => items.forEach((i) => (i.upload ? this.seen(i.upload) : this.gone(i.id))));
     this.slug = slug;
     this.messages = messages;
     this.onApproved = onApproved;
@@ -115,7 +118,8 @@ export class PendingList {
     this.list = h('ul', { class: 'pending-list' });
     this.all = h('button', { type: 'button', 'data-action': 'approve-all' });
     this.all.addEventListener('click', () => this.approveAll());
-    this.el = h('section', { class: 'card pending', 'data-testid': 'pending', hidden: true }, h('div', { class: 'row pending-head' }, this.title, this.all), this.none, this.list);
+    this.review = h('button', { type: 'button', 'data-action': 'review-open', onclick: () => onReview?.() });
+    this.el = h('section', { class: 'card pending', 'data-testid': 'pending', hidden: true }, h('div', { class: 'row pending-head' }, this.title, this.review, this.all), this.none, this.list);
     onLangChange(() => this.render());
   }
 
@@ -183,13 +187,16 @@ export class PendingList {
     }
   }
 
+  /** Approves every waiting photo: one request per 200 (the moderation route). */
   async approveAll() {
     this.all.disabled = true;
-    // One at a time, oldest first: the room sees them in the order they were taken.
-    for (const id of [...this.items.keys()].reverse()) {
-      if (!(await this.approve(id))) break;
+    try {
+      this.onModerated(await moderateMany(this.slug, 'approve', [...this.items.keys()]));
+    } catch (err) {
+      this.messages.refusal(err);
+    } finally {
+      this.all.disabled = false;
     }
-    this.all.disabled = false;
   }
 
   render() {
@@ -200,6 +207,8 @@ export class PendingList {
     this.title.textContent = t('pending_title', { n });
     this.all.textContent = t('approve_all');
     this.all.hidden = n < 2;
+    this.review.textContent = t('review_open');
+    this.review.hidden = n === 0;
     this.none.textContent = t('pending_none');
     this.none.hidden = n > 0;
     const ordered = [...this.items.values()].sort((a, b) => (a.id < b.id ? 1 : -1));

@@ -81,6 +81,11 @@ const STRINGS = {
     gallery: 'Galerie',
     all_photos: 'Alle Fotos',
     my_photos: 'Meine Fotos',
+    order_label: 'Sortieren',
+    order_taken: 'Nach Aufnahmezeit',
+    order_uploaded: 'Nach Hochladezeit',
+    taken_when: 'aufgenommen {when}',
+    uploaded_when: 'hochgeladen {when}',
     empty: 'Noch keine Fotos – mach das erste!',
     empty_mine: 'Du hast noch keine Fotos hochgeladen.',
     by: 'von {name}',
@@ -252,6 +257,11 @@ const STRINGS = {
     gallery: 'Gallery',
     all_photos: 'All photos',
     my_photos: 'My photos',
+    order_label: 'Order',
+    order_taken: 'By time taken',
+    order_uploaded: 'By upload',
+    taken_when: 'taken {when}',
+    uploaded_when: 'uploaded {when}',
     empty: 'No photos yet — take the first one!',
     empty_mine: 'You have not uploaded any photos yet.',
     by: 'by {name}',
@@ -587,7 +597,7 @@ Object.assign(STRINGS.de, {
   guest_page: 'Gästeseite',
   welcome_text: 'Begrüßungstext (unter dem Namen des Festes)',
   cover: 'Titelbild',
-  cover_none: 'Kein Titelbild. Wähle unter einem Foto der Galerie „Als Titelbild“.',
+  cover_none: 'Kein Titelbild. Öffne ein Foto der Galerie und wähle „Als Titelbild“.',
   cover_remove: 'Titelbild entfernen',
   cover_set: 'Als Titelbild',
   guest_downloads: 'Gäste dürfen Fotos der anderen speichern',
@@ -612,7 +622,7 @@ Object.assign(STRINGS.en, {
   guest_page: 'Guest page',
   welcome_text: 'Welcome text (under the event’s name)',
   cover: 'Cover',
-  cover_none: 'No cover. Choose “Set as cover” under a photo in the gallery.',
+  cover_none: 'No cover. Open a photo in the gallery and choose “Set as cover”.',
   cover_remove: 'Remove cover',
   cover_set: 'Set as cover',
   guest_downloads: 'Guests may save each other’s photos',
@@ -682,10 +692,15 @@ Object.assign(STRINGS.en, {
   download_with_pending: 'Download with the waiting ones (ZIP)',
 });
 
-/** A moment as the reader's language and time zone say it: "Sat 14 Jun, 22:00". */
-export function formatWhen(iso) {
+/**
+ * A moment as the reader's language and time zone say it: "Sat 14 Jun, 22:00"; with `year`,
+ * "Sat 30 Aug 2025, 21:00" when it is not this year.
+ */
+export function formatWhen(iso, { year = false } = {}) {
   const locale = current === 'de' ? 'de-DE' : 'en-GB';
-  return new Intl.DateTimeFormat(locale, { weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' }).format(new Date(iso));
+  const when = new Date(iso);
+  const other = year && when.getFullYear() !== new Date().getFullYear();
+  return new Intl.DateTimeFormat(locale, { weekday: 'short', day: 'numeric', month: 'short', year: other ? 'numeric' : undefined, hour: '2-digit', minute: '2-digit' }).format(when);
 }
 
 // The event's name (event-name-view.js on the dashboard, admin-event-view.js).
@@ -812,4 +827,137 @@ Object.assign(STRINGS.de, {
 Object.assign(STRINGS.en, {
   waiting_badge: '{n} photos wait for approval',
   waiting_badge_one: '1 photo waits for approval',
+});
+
+// Guests' words: a caption per waiting photo (caption-field.js) and the guestbook
+// (guestbook-view.js, guestbook-card.js, slide-words.js).
+Object.assign(STRINGS.de, {
+  caption_placeholder: 'Bildunterschrift (optional)',
+  caption_label: 'Bildunterschrift für {name}',
+  guestbook: 'Gästebuch',
+  guestbook_hint: 'Ein paar Worte an die Gastgeber – sie erscheinen hier und in der Diashow.',
+  guestbook_label: 'Deine Nachricht',
+  guestbook_placeholder: 'Alles Gute euch beiden …',
+  guestbook_send: 'Ins Gästebuch schreiben',
+  guestbook_sent: 'Danke! Deine Nachricht steht im Gästebuch.',
+  guestbook_sent_pending: 'Danke! Deine Nachricht erscheint, sobald die Gastgeber sie freigeben.',
+  guestbook_empty: 'Noch keine Einträge. Schreib den ersten!',
+  guestbook_waiting: 'Wartet auf die Freigabe der Gastgeber',
+  guestbook_hidden: 'Von den Gastgebern ausgeblendet',
+  guestbook_more: 'Weitere Einträge',
+  guestbook_chars: '{n} / {max}',
+  guestbook_blocked: 'Die Gastgeber haben deine Beiträge gestoppt.',
+  guestbook_manage: 'Gästebuch',
+  guestbook_manage_hint: 'Nachrichten der Gäste. Freigeben, ausblenden oder löschen; die Diashow zeigt freigegebene Einträge zwischen den Fotos.',
+  guestbook_approve: 'Freigeben',
+  guestbook_hide: 'Ausblenden',
+  guestbook_show: 'Einblenden',
+  guestbook_delete: 'Löschen',
+  guestbook_delete_question: 'Diese Nachricht endgültig löschen?',
+  guestbook_deleted: 'Nachricht gelöscht.',
+  slide_guestbook: 'Aus dem Gästebuch',
+  err_invalid_guestbook_message: 'Eine Nachricht braucht 1 bis 500 Zeichen.',
+});
+Object.assign(STRINGS.en, {
+  caption_placeholder: 'Caption (optional)',
+  caption_label: 'Caption for {name}',
+  guestbook: 'Guestbook',
+  guestbook_hint: 'A few words for the hosts – they appear here and in the slideshow.',
+  guestbook_label: 'Your message',
+  guestbook_placeholder: 'All the best to you both …',
+  guestbook_send: 'Sign the guestbook',
+  guestbook_sent: 'Thank you! Your message is in the guestbook.',
+  guestbook_sent_pending: 'Thank you! Your message appears once the hosts approve it.',
+  guestbook_empty: 'No entries yet. Write the first!',
+  guestbook_waiting: 'Waiting for the hosts’ approval',
+  guestbook_hidden: 'Hidden by the hosts',
+  guestbook_more: 'More entries',
+  guestbook_chars: '{n} / {max}',
+  guestbook_blocked: 'The hosts have stopped your posts.',
+  guestbook_manage: 'Guestbook',
+  guestbook_manage_hint: 'The guests’ messages. Approve, hide or delete; the slideshow shows approved entries between the photos.',
+  guestbook_approve: 'Approve',
+  guestbook_hide: 'Hide',
+  guestbook_show: 'Show',
+  guestbook_delete: 'Delete',
+  guestbook_delete_question: 'Delete this message for good?',
+  guestbook_deleted: 'Message deleted.',
+  slide_guestbook: 'From the guestbook',
+  err_invalid_guestbook_message: 'A message needs 1 to 500 characters.',
+});
+
+// Moderating at the speed of a party: the review view (review-view.js), the gallery's selection
+// (selection.js), a rejection's reason on the guest's own tile (gallery.js), the one download
+// button with its choices and "unblock and show their photos again" (organiser.js, blocks-view.js).
+Object.assign(STRINGS.de, {
+  review_open: 'Prüfen',
+  review_title: 'Wartende Fotos prüfen',
+  review_position: 'Foto {i} von {n}',
+  review_done: 'Alles geprüft – kein Foto wartet mehr.',
+  review_reject: 'Ablehnen',
+  review_reason: 'Grund fürs Ablehnen (sieht nur, wer es geschickt hat; freiwillig)',
+  reject_reason_placeholder: 'Grund fürs Ablehnen (freiwillig)',
+  review_keys: 'Tasten: A freigeben · R ablehnen · ← → blättern · Esc schließen',
+  review_approved: 'Freigegeben.',
+  review_rejected: 'Abgelehnt.',
+  rejected: 'Abgelehnt',
+  rejected_reason: 'Von den Gastgebern abgelehnt: {reason}',
+  rejected_no_reason: 'Von den Gastgebern abgelehnt.',
+  select_mode: 'Auswählen',
+  select_done: 'Fertig',
+  select_count: '{n} ausgewählt',
+  select_count_one: '1 ausgewählt',
+  select_waiting: 'Alle wartenden',
+  select_all: 'Alle gezeigten',
+  select_clear: 'Keine',
+  select_hint: 'Tippe Fotos an, um sie auszuwählen.',
+  action_approve: 'Freigeben',
+  action_reject: 'Ablehnen',
+  action_hide: 'Ausblenden',
+  action_show: 'Einblenden',
+  action_delete: 'Löschen',
+  confirm_delete_n: '{n} Fotos endgültig löschen?',
+  confirm_delete_one_selected: 'Das ausgewählte Foto endgültig löschen?',
+  moderated_note: '{action}: {n} Fotos.',
+  moderated_note_one: '{action}: 1 Foto.',
+  download_menu: 'Herunterladen (ZIP)',
+  unblock_and_show: 'Entsperren und Fotos wieder zeigen',
+  err_selection_too_large: 'Zu viele Fotos auf einmal (höchstens 200).',
+  err_invalid_reason: 'Der Grund ist zu lang (höchstens 200 Zeichen).',
+});
+Object.assign(STRINGS.en, {
+  review_open: 'Review',
+  review_title: 'Review waiting photos',
+  review_position: 'Photo {i} of {n}',
+  review_done: 'All reviewed – no photo is waiting.',
+  review_reject: 'Reject',
+  review_reason: 'Reason for rejecting (only its sender sees it; optional)',
+  reject_reason_placeholder: 'Reason for rejecting (optional)',
+  review_keys: 'Keys: A approve · R reject · ← → move · Esc close',
+  review_approved: 'Approved.',
+  review_rejected: 'Rejected.',
+  rejected: 'Rejected',
+  rejected_reason: 'Rejected by the hosts: {reason}',
+  rejected_no_reason: 'Rejected by the hosts.',
+  select_mode: 'Select',
+  select_done: 'Done',
+  select_count: '{n} selected',
+  select_count_one: '1 selected',
+  select_waiting: 'All waiting',
+  select_all: 'All shown',
+  select_clear: 'None',
+  select_hint: 'Tap photos to select them.',
+  action_approve: 'Approve',
+  action_reject: 'Reject',
+  action_hide: 'Hide',
+  action_show: 'Show',
+  action_delete: 'Delete',
+  confirm_delete_n: 'Delete {n} photos for good?',
+  confirm_delete_one_selected: 'Delete the selected photo for good?',
+  moderated_note: '{action}: {n} photos.',
+  moderated_note_one: '{action}: 1 photo.',
+  download_menu: 'Download (ZIP)',
+  unblock_and_show: 'Unblock and show their photos again',
+  err_selection_too_large: 'Too many photos at once (at most 200).',
+  err_invalid_reason: 'The reason is too long (at most 200 characters).',
 });

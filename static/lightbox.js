@@ -4,9 +4,9 @@
 // gallery's photos. Opening pushes a history entry, so a phone's Back button closes the photo
 // instead of leaving the event; closing it any other way takes that entry back.
 
-import { h, api, previewUrl, isVideo, STATUS, REVIEW } from './util.js';
+import { h, api, previewUrl, isVideo, capturedAt, STATUS, REVIEW } from './util.js';
 import { withPlaceholder } from './placeholder.js';
-import { t, lang, onLangChange } from './i18n.js';
+import { t, formatWhen, onLangChange } from './i18n.js';
 import { MessageArea } from './messages.js';
 import { hideButton, approveButton, deleteButton, offerUndo } from './moderation.js';
 
@@ -14,12 +14,20 @@ import { hideButton, approveButton, deleteButton, offerUndo } from './moderation
 const SWIPE_PX = 50;
 const SWIPE_RATIO = 1.5;
 
-function time(iso) {
+/** The moment with its year when not this one; the raw time should the browser not format it. */
+function safeWhen(iso) {
   try {
-    return new Date(iso).toLocaleString(lang(), { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+    return formatWhen(iso, { year: true });
   } catch {
     return iso;
   }
+}
+
+/** When the photo was taken (or, when its file does not say, uploaded), as a `<time>`. */
+function takenAt(u) {
+  const iso = capturedAt(u);
+  const words = u.captured_from && u.captured_from !== 'upload' ? 'taken_when' : 'uploaded_when';
+  return h('time', { datetime: iso, 'data-testid': 'taken-at', 'data-source': u.captured_from || 'upload' }, t(words, { when: safeWhen(iso) }));
 }
 
 /** Whether a key press belongs to a text field (the caret moves; the photo stays). */
@@ -232,6 +240,7 @@ export class Lightbox {
     if (viewer.organiser && u.review === REVIEW.PENDING) actions.append(approveButton(u, { messages: this.messages, onChanged: (changed) => this.hidden(changed) }));
     if (viewer.organiser) actions.append(hideButton(u, { messages: this.messages, onChanged: (changed) => this.hidden(changed) }));
     if (mine || viewer.organiser) actions.append(deleteButton(u, { messages: this.messages, onDeleted: () => this.deleted(u.id) }));
+    if (viewer.organiser) actions.append(...this.gallery.extraActions(u, this.messages));
     this.prevButton = h('button', { type: 'button', class: 'icon nav prev', 'data-action': 'previous', 'aria-label': t('previous'), onclick: () => this.step(-1) }, '‹');
     this.nextButton = h('button', { type: 'button', class: 'icon nav next', 'data-action': 'next', 'aria-label': t('next'), onclick: () => this.step(1) }, '›');
     const stage = h('div', { class: 'lightbox-stage', 'data-testid': 'lightbox-stage' }, this.picture(u, { from }), this.prevButton, this.nextButton);
@@ -249,7 +258,7 @@ export class Lightbox {
         h(
           'div',
           { class: 'lightbox-info' },
-          h('p', { class: 'who' }, h('strong', {}, t('by', { name: u.guest?.display_name ?? '' })), ' · ', time(u.created_at)),
+          h('p', { class: 'who' }, h('strong', {}, t('by', { name: u.guest?.display_name ?? '' })), ' · ', takenAt(u)),
           u.caption ? h('p', { class: 'caption' }, u.caption) : null,
           actions,
           h('h3', {}, t('comments')),

@@ -1,5 +1,6 @@
 // The controls that change a photo for everyone: its organiser hides it (or shows it again) or
-// approves it (the review gate), and its uploader or organiser deletes it. Deleting is asked in
+// approves it (the review gate), and its uploader or organiser deletes it; the organiser also
+// moderates many at once (`moderateMany`, the review view and the selection). Deleting is asked in
 // place first; the organiser may undo it for a few seconds after ("Photo deleted · Undo"); a
 // refusal is said in the page's message area.
 
@@ -93,4 +94,28 @@ export function offerUndo(upload, { messages, onRestored }) {
       },
     },
   });
+}
+
+/** The most photos one moderation request names (the server's bound). */
+export const MAX_SELECTION = 200;
+
+/**
+ * Moderates several photos of the event at once: `approve`, `reject` (with `reason`), `hide`,
+ * `show` or `delete`, in one request per 200 photos (each with its own Idempotency-Key, kept
+ * across its retries by `api`). Resolves with the server's answer per photo,
+ * `{id, result, upload}`.
+ * @param {string} slug
+ * @param {'approve'|'reject'|'hide'|'show'|'delete'} action
+ * @param {string[]} ids
+ * @param {string} [reason]
+ */
+export async function moderateMany(slug, action, ids, reason) {
+  const items = [];
+  for (let i = 0; i < ids.length; i += MAX_SELECTION) {
+    const body = { action, upload_ids: ids.slice(i, i + MAX_SELECTION) };
+    if (action === 'reject' && reason) body.reason = reason;
+    const answer = await api('POST', `/api/v1/events/${encodeURIComponent(slug)}/uploads/moderation`, body);
+    items.push(...answer.items);
+  }
+  return items;
 }

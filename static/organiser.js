@@ -1,10 +1,13 @@
 // The organiser's page for one event: log in with the event's password, name the event (asked
 // for first while a fresh server's demo event carries its made-up name), show the QR code of
 // the join link (copy it, print a table card), open or close uploads, set the guests' quota (in
-// photos, as guests read it), shape the guests' page (guest-page-card.js), set the host modes and approve waiting photos (host-modes-card.js), moderate (hide, delete with undo; each tile says who sent it and
-// offers to block them), download the photos as a ZIP (with or without the hidden ones), run the
-// full-screen live slideshow (slideshow.js) or make a link that runs it on the venue's screen
-// (screen-link-card.js), and give helpers a login (co-organisers-view.js).
+// photos, as guests read it), shape the guests' page (guest-page-card.js), set the host modes and
+// approve waiting photos (host-modes-card.js), review them large with keys (review-view.js),
+// moderate many at once (selection.js) or one in its lightbox (hide, delete with undo, block its
+// sender, set as cover; each tile shows only who sent it), download the photos as a ZIP (one
+// button, its choices in a menu), run the full-screen live slideshow (slideshow.js) or make a
+// link that runs it on the venue's screen (screen-link-card.js), and give helpers a login
+// (co-organisers-view.js).
 
 import { h, api, ApiError, formatBytes, STATUS } from './util.js';
 import { t, tIn, lang, onLangChange } from './i18n.js';
@@ -20,6 +23,9 @@ import { blockButton, BlockedGuestsCard } from './blocks-view.js';
 import { CoOrganisersCard } from './co-organisers-view.js';
 import { EventNameForm } from './event-name-view.js';
 import { ScreenLinkCard } from './screen-link-card.js';
+import { GuestbookCard } from './guestbook-card.js';
+import { ReviewView } from './review-view.js';
+import { Selection } from './selection.js';
 
 export async function organiserPage({ slug, event, main, messages }) {
   let current = event;
@@ -63,18 +69,35 @@ export async function organiserPage({ slug, event, main, messages }) {
   const shareNote = h('p', { class: 'note', role: 'status' });
   const quotaShown = h('p', { class: 'hint', 'data-testid': 'quota-shown' });
   const exportUrl = `/api/v1/events/${encodeURIComponent(slug)}/export.zip`;
+  // One download button; its choices (with the hidden, with the waiting photos) open beneath it.
   const zip = h('a', { class: 'button', href: exportUrl, download: `${slug}.zip`, 'data-action': 'download' });
   const zipHidden = h('a', { class: 'button secondary', href: `${exportUrl}?include_hidden=true`, download: `${slug}-all.zip`, 'data-action': 'download-with-hidden' });
   const hiddenNote = h('p', { class: 'hint', 'data-testid': 'hidden-note' });
   const zipPending = h('a', { class: 'button secondary', href: `${exportUrl}?include_pending=true`, download: `${slug}-with-waiting.zip`, 'data-action': 'download-with-pending', hidden: true });
+  const downloadSummary = h('summary', { class: 'button secondary', 'data-action': 'download-menu' });
+  const downloadMenu = h('details', { class: 'download-menu', 'data-testid': 'download-menu' }, downloadSummary, h('div', { class: 'download-choices' }, zip, zipHidden, zipPending, hiddenNote));
   const modesCard = new HostModesCard({ slug, onChanged: (changed) => {
     current = changed;
     renderDashboard();
   } });
   // Photos waiting for review, counted live in the tab's title and a badge at the top.
   const waitingBadge = h('button', { type: 'button', class: 'waiting-badge small', 'data-testid': 'waiting-badge', hidden: true });
-  const pendingList = new PendingList({ slug, messages, onApproved: (u) => gallery?.upsert(u), onCount: () => renderTitle() });
-  waitingBadge.addEventListener('click', () => pendingList.el.scrollIntoView({ behavior: 'smooth', block: 'start' }));
+  const pendingList = new PendingList({ slug, messages, onApproved: (u) => gallery?.upsert(u), onCount: () => renderTitle(), onReview: () => review.open(), onModerated: (items) => moderated(items) });
+  const review = new ReviewView({ slug, waiting: () => [...pendingList.items.values()], onModerated: (items) => moderated(items) });
+  waitingBadge.addEventListener('click', () => review.open());
+  /** What the server answered per photo after a moderation: tiles and the waiting list follow. */
+  function moderated(items) {
+    for (const item of items) {
+      if (item.upload) {
+        gallery?.upsert(item.upload);
+        pendingList.seen(item.upload);
+      } else {
+        gallery?.remove(item.id);
+        pendingList.gone(item.id);
+      }
+    }
+    renderDashboard();
+  }
   // The table card is for paper only: the print style shows it and nothing else.
   const card = {
     name: h('h2', { class: 'table-card-name' }),
@@ -87,13 +110,17 @@ export async function organiserPage({ slug, event, main, messages }) {
   const showButton = h('button', { type: 'button', 'data-action': 'slideshow' });
   const count = h('p', { class: 'muted' });
   const galleryRoot = h('div', {});
+  // The gallery's heading, its count and "Select"; the selection's bar follows the grid.
+  const galleryHead = h('div', { class: 'gallery-head' });
+  const selectBar = h('div', { hidden: true });
+  let selection = null;
   const labels = {
     link: h('h2', {}),
     hint: h('p', { class: 'hint' }),
     open: h('label', { for: 'uploads_open' }),
     quota: h('label', { for: 'guest_quota_photos' }),
     save: h('button', { type: 'submit', class: 'secondary' }),
-    gallery: h('h2', {}),
+    gallery: h('h2', { class: 'gallery-title' }),
     who: h('span', {}),
     logout: h('button', { type: 'button', class: 'secondary small', 'data-action': 'logout' }),
   };
@@ -136,7 +163,9 @@ export async function organiserPage({ slug, event, main, messages }) {
   const pageCard = new GuestPageCard({ change, galleryRoot, gallery: () => gallery });
   // ---- people: co-organisers and blocked guests (co-organisers-view.js, blocks-view.js) ----
   const coOrganisers = new CoOrganisersCard({ slug, messages });
-  const blockedGuests = new BlockedGuestsCard({ slug, messages, onUnblocked: () => {} });
+  // Their photos shown again: the gallery reads them afresh.
+  const blockedGuests = new BlockedGuestsCard({ slug, messages, onUnblocked: (_, { shown }) => shown && gallery?.reload() });
+  const guestbookCard = new GuestbookCard({ slug, messages });
   /** A guest was blocked: their photos are hidden now, so their tiles are read again. */
   function guestBlocked(standing) {
     blockedGuests.refresh();
@@ -159,11 +188,12 @@ export async function organiserPage({ slug, event, main, messages }) {
     screenCard.el,
     coOrganisers.el,
     blockedGuests.el,
-    h('div', { class: 'actions' }, h('div', { class: 'export-group' }, zip, hiddenNote, zipHidden, zipPending), showButton),
+    h('div', { class: 'actions' }, downloadMenu, showButton),
     pendingList.el,
-    labels.gallery,
-    count,
+    guestbookCard.el,
+    galleryHead,
     galleryRoot,
+    selectBar,
     tableCard,
   );
 
@@ -188,26 +218,17 @@ export async function organiserPage({ slug, event, main, messages }) {
   printButton.addEventListener('click', () => window.print());
   quotaInput.addEventListener('input', () => renderQuotaShown());
 
-  // Who sent each photo, under its tile, and the action that blocks them (the gallery draws
-  // the tiles; a tile redrawn gets both again).
+  // Who sent each photo, over the foot of its tile (the gallery draws the tiles; a tile redrawn
+  // gets it again). Blocking them and the other actions are in the lightbox and the selection.
   const names = new MutationObserver(() => nameTiles());
   names.observe(galleryRoot, { childList: true, subtree: true });
   function nameTiles() {
     for (const tile of galleryRoot.querySelectorAll('.tile[data-upload-id]')) {
       const name = gallery?.uploads.get(tile.dataset.uploadId)?.guest?.display_name ?? '';
       const shown = tile.querySelector(':scope > .tile-by');
-      if (!tile.querySelector(':scope > .tile-block, :scope > .confirm')) {
-        const upload = gallery?.uploads.get(tile.dataset.uploadId);
-        if (upload?.guest?.id) tile.append(blockButton(upload, { slug, messages, onBlocked: guestBlocked }));
-      }
       if (shown?.textContent === name) continue;
       if (shown) shown.textContent = name;
-      else {
-        const by = h('p', { class: 'tile-by', 'data-testid': 'tile-by' }, name);
-        const after = tile.querySelector(':scope > .tile-block, :scope > .confirm');
-        if (after) after.before(by);
-        else tile.append(by);
-      }
+      else tile.append(h('p', { class: 'tile-by', 'data-testid': 'tile-by', 'aria-hidden': 'true' }, name));
     }
   }
 
@@ -245,6 +266,7 @@ export async function organiserPage({ slug, event, main, messages }) {
     screenCard.render(current);
     pendingList.setGate(current.review_uploads);
     zipPending.textContent = t('download_with_pending');
+    downloadSummary.textContent = t('download_menu');
     zipPending.hidden = pendingList.count === 0;
     // Waiting photos are left out of the plain download too.
     if (pendingList.count) zip.textContent = t('download_visible');
@@ -258,7 +280,6 @@ export async function organiserPage({ slug, event, main, messages }) {
     openBox.checked = current.uploads_open !== false;
     pageCard.render(current);
     if (document.activeElement !== quotaInput) quotaInput.value = String(Math.round((current.guest_quota_bytes ?? 0) / TYPICAL_PHOTO_BYTES));
-    for (const button of galleryRoot.querySelectorAll('.tile-block')) button.relabel?.();
     if (gallery) {
       const n = gallery.order.length;
       count.textContent = n === 1 && gallery.exhausted ? t('photos_count_one') : t('photos_count', { n }) + (gallery.exhausted ? '' : '+');
@@ -321,17 +342,34 @@ export async function organiserPage({ slug, event, main, messages }) {
     qr.src = `/e/${encodeURIComponent(slug)}/qr.svg`;
     card.qr.src = qr.src;
     if (!gallery) {
-      gallery = new Gallery({ slug, root: galleryRoot, viewer: () => ({ organiser: true }), messages, onDeleted: (u) => u && pendingList.gone(u.id) });
+      gallery = new Gallery({
+        slug,
+        root: galleryRoot,
+        viewer: () => ({ organiser: true }),
+        messages,
+        onDeleted: (u) => u && pendingList.gone(u.id),
+        // In the lightbox: block the photo's sender, make it the cover.
+        extraActions: (u, lightboxMessages) => [
+          u.guest?.id ? blockButton(u, { slug, messages: lightboxMessages, onBlocked: guestBlocked }) : null,
+          pageCard.coverButton(u),
+        ].filter(Boolean),
+      });
+      selection = new Selection({ slug, gallery, messages, waiting: () => [...pendingList.items.keys()], onModerated: (items) => moderated(items) });
+      galleryHead.replaceChildren(labels.gallery, count, selection.toggleButton);
+      selectBar.replaceWith(selection.bar);
       gallery.onChange(() => {
         for (const u of gallery.uploads.values()) pendingList.seen(u);
         renderDashboard();
+        selection?.render();
       });
       gallery.loadMore();
       pendingList.load().then(() => renderDashboard());
       gallery.live((u) => {
         slideshow.arrived(u);
         pendingList.seen(u);
+        if (u.review === 'pending' && u.status !== STATUS.HIDDEN) review.seen(u);
       });
+      guestbookCard.start(gallery.source);
       coOrganisers.refresh();
       blockedGuests.refresh();
     }

@@ -115,6 +115,8 @@ export class UploadQueue {
     this.timer = null;
     this.db = null;
     this.sent = new Map();
+    // Keys of items whose caption the guest is writing right now: they wait until the guest is done.
+    this.held = new Set();
     // What the last answer (or its absence) says about the way to the server: null (fine),
     // 'network' (no answer) or 'server' (a temporary refusal). Cleared by the next answer.
     this.trouble = null;
@@ -284,7 +286,7 @@ export class UploadQueue {
     if (online) {
       for (const item of waiting) {
         if (this.active >= PARALLEL) break;
-        if (item.next_at <= now) this.send(item);
+        if (item.next_at <= now && !this.held.has(item.client_upload_id)) this.send(item);
       }
     }
     const next = waiting.filter((i) => i.state !== 'uploading' && i.next_at > now).reduce((m, i) => Math.min(m, i.next_at), Infinity);
@@ -499,6 +501,30 @@ export class UploadQueue {
         for (const key of keys) s[SENT].delete(key);
       }).catch(() => {});
     }
+  }
+
+  /**
+   * Whether an item's caption may still change: it has never been sent. A retry must carry what the
+   * first try carried (the server compares them under the key), so the caption is fixed from then on.
+   */
+  captionEditable(item) {
+    return Boolean(item) && item.state === 'queued' && !item.attempts && !item.location;
+  }
+
+  /** The guest wrote a photo's caption while it waits: kept with the item (IndexedDB), sent with it. */
+  async setCaption(key, text) {
+    const item = this.items.get(key);
+    if (!this.captionEditable(item)) return false;
+    const caption = String(text ?? '').trim();
+    item.caption = caption || null;
+    await this.save(item);
+    return true;
+  }
+
+  /** While the guest writes a photo's caption, the photo waits; when they are done, it goes. */
+  hold(key, holding) {
+    if (holding) this.held.add(key);
+    else if (this.held.delete(key)) this.pump();
   }
 
   /** Uploads are open again: photos refused only because they were closed are sent now. */

@@ -1,14 +1,17 @@
 // The organiser's live slideshow, made for a screen at the venue: full screen, one photo at a
 // time with a cross-fade, the event's name, a corner QR code that invites guests to add theirs,
 // each photo's caption and uploader. Photos that arrive while it runs are queued in arrival order
-// (first in, first out) and shown before the loop through every ready photo goes on. Pause/play,
+// (first in, first out) and shown before the loop through every ready photo (in the order they
+// were taken) goes on. Pause/play,
 // previous/next by buttons or keyboard (space, arrows); the controls fade while nobody touches
 // anything. Escape, the close button or leaving full screen ends it. A video plays muted to its end
 // (its poster while it loads), then the show goes on. On a venue screen (`screen`, screen.js) it
-// is the whole page: nothing ends it there, and it has no close button.
+// is the whole page: nothing ends it there, and it has no close button. Approved guestbook
+// messages show between the photos (slide-words.js).
 
-import { h, previewUrl, isVideo, STATUS, REVIEW } from './util.js';
+import { h, previewUrl, isVideo, capturedAt, STATUS, REVIEW } from './util.js';
 import { t, onLangChange } from './i18n.js';
+import { SlideWords } from './slide-words.js';
 
 const SLIDE_MS = 6000;
 const IDLE_MS = 2500;
@@ -79,6 +82,9 @@ export class Slideshow {
       if (!document.fullscreenElement && !this.el.hidden && !this.screen) this.stop();
     });
     onLangChange(() => this.renderWords());
+    // The guestbook's approved messages, between the photos (slide-words.js).
+    this.words = new SlideWords(slug);
+    this.el.append(this.words.el);
     document.body.append(this.el);
 
     /** New arrivals not shown yet, oldest first. */
@@ -97,9 +103,12 @@ export class Slideshow {
     return !this.el.hidden;
   }
 
+  /** The loop: every photo the room may see, in the order they were taken (oldest first). */
   ready() {
     const g = this.gallery();
-    return g ? g.order.map((id) => g.uploads.get(id)).filter((u) => showable(u)) : [];
+    if (!g) return [];
+    const ready = g.order.map((id) => g.uploads.get(id)).filter((u) => showable(u));
+    return ready.sort((a, b) => compare(capturedAt(a), capturedAt(b)) || compare(a.created_at, b.created_at) || compare(a.id, b.id));
   }
 
   start() {
@@ -117,6 +126,7 @@ export class Slideshow {
     // A screen goes full screen by its own button (a browser wants a tap for it).
     if (!this.screen) this.el.requestFullscreen?.().catch(() => {});
     this.wake();
+    this.words.load().then(() => this.words.follow(this.gallery()?.source));
     this.next();
   }
 
@@ -146,6 +156,10 @@ export class Slideshow {
   next() {
     if (!this.running) return;
     const g = this.gallery();
+    // Between photos (never before a photo that just arrived): a message from the guestbook.
+    this.words.follow(g?.source);
+    const words = this.fresh.length || this.pos < this.history.length - 1 ? null : this.words.take(this.ready().length === 0);
+    if (words) return this.showWords(words);
     let u = null;
     let fresh = false;
     while (this.fresh.length && !u) {
@@ -194,7 +208,24 @@ export class Slideshow {
     return showable(u) ? u : null;
   }
 
+  /** A guestbook message on screen in place of a photo, for a photo's time. */
+  showWords(m) {
+    this.showingFresh = false;
+    this.current = null;
+    this.el.dataset.current = '';
+    this.showVideo(null);
+    this.img.hidden = true;
+    this.leaving.hidden = true;
+    this.empty.hidden = true;
+    this.text.textContent = '';
+    this.renderBy();
+    this.words.show(m);
+    this.schedule();
+  }
+
   show(u, fresh) {
+    this.words.hide();
+    if (u) this.words.counted();
     this.showingFresh = fresh;
     this.current = u;
     this.empty.textContent = u ? '' : t('slideshow_empty');
@@ -311,4 +342,8 @@ export class Slideshow {
 /** Ready, shown and, under the review gate, approved: what the room may see. */
 function showable(u) {
   return Boolean(u && u.status === STATUS.READY && u.review !== REVIEW.PENDING && previewUrl(u));
+}
+
+function compare(a, b) {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -3,13 +3,15 @@
 // for the whole queue ("12 of 30 sent · about 4 min left") into which finished photos collapse,
 // and one row per photo that needs to be seen: its state, progress, what it waits for, and —
 // only when a tap can help — the "Send now" button (a temporary failure whose next automatic
-// try is far off) or the Remove button (a refusal for good, with the server's own words).
+// try is far off) or the Remove button (a refusal for good, with the server's own words); a
+// photo not sent yet has a field for its caption (caption-field.js).
 // The queue (queue.js) does the sending; this view shows it and passes the guest's choices on.
 
 import { h, formatBytes, REVIEW } from './util.js';
 import { t, lang, onLangChange } from './i18n.js';
 import { PARALLEL, isVideoType } from './queue.js';
 import { when } from './event-page.js';
+import { CaptionField } from './caption-field.js';
 
 // Collapsed, the list shows every photo that is being sent or needs the guest, and this many of
 // the photos waiting their turn; the rest are counted in the summary line.
@@ -296,6 +298,7 @@ export class UploadView {
     const detail = final && item.problem?.detail ? t('server_says', { detail: item.problem.detail }) : '';
     v.detail.textContent = detail;
     v.detail.hidden = !detail;
+    v.caption.render(item);
     // "Send now" only where a tap may help: temporary, and the next automatic try far off.
     v.retry.textContent = t('retry');
     v.retry.hidden = !(item.state === 'failed' && !item.final);
@@ -333,6 +336,7 @@ export class UploadView {
       bar: h('progress', { class: 'q-progress', max: 1, value: 0 }),
       msg: h('p', { class: 'q-msg' }),
       detail: h('p', { class: 'q-detail', lang: 'en' }),
+      caption: new CaptionField(this.queue, key),
       retry: h('button', { type: 'button', class: 'q-retry small', 'data-action': 'retry', onclick: () => this.queue.retry(key) }),
       remove: h('button', {
         type: 'button',
@@ -346,7 +350,7 @@ export class UploadView {
         },
       }),
     };
-    v.li.append(preview, h('div', { class: 'q-body' }, h('div', { class: 'q-line' }, v.name, v.state), v.bar, v.msg, v.detail, h('div', { class: 'q-actions' }, v.retry, v.remove)));
+    v.li.append(preview, h('div', { class: 'q-body' }, h('div', { class: 'q-line' }, v.name, v.state), v.bar, v.msg, v.caption.el, v.detail, h('div', { class: 'q-actions' }, v.retry, v.remove)));
     return v;
   }
 }

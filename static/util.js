@@ -111,6 +111,11 @@ export async function api(method, path, body, { policy = INTERACTIVE, token } = 
   return data;
 }
 
+/** When an upload was taken: its `captured_at` (its upload time when its file does not say). */
+export function capturedAt(u) {
+  return u.captured_at || u.created_at;
+}
+
 /** Reads what this device remembers (null when storage is unavailable, as in private mode). */
 export function remembered(key) {
   try {

@@ -184,7 +184,7 @@ async fn comment(app: &TestApp, guest: &Guest, id: &str, text: &str) {
 }
 
 /// Guests upload a burst (each photo then liked and commented on by the next guest, some
-/// deleted again) while the instance is backed up; every write answered before the backup
+/// deleted again; one guestbook message before it) while the instance is backed up; every write answered before the backup
 /// began is restored, and every photo the restored server shows has its bytes.
 async fn a_backup_taken_while_guests_upload_restores_every_photo_answered_before_it(backend: Backend) {
     let app = TestApp::spawn(backend).await;
@@ -208,6 +208,10 @@ async fn a_backup_taken_while_guests_upload_restores_every_photo_answered_before
     for photo in &early {
         assert_eq!(settled(&app, &guests[photo.guest].token, &photo.id).await["status"], "ready");
     }
+    // The guestbook goes with the database.
+    let guestbook = format!("/api/v1/events/{}/guestbook", event.slug);
+    act(&app, &guests[0], reqwest::Method::POST, &guestbook, Some(json!({"text": "Alles Gute!"})), StatusCode::CREATED)
+        .await;
 
     let (app, guests) = (Arc::new(app), Arc::new(guests));
     let answered: Arc<Mutex<Vec<(Instant, Answered)>>> = Arc::default();
@@ -294,6 +298,8 @@ async fn a_backup_taken_while_guests_upload_restores_every_photo_answered_before
     assert!(restore.status.success(), "restore: {}", text(&restore.stderr));
     let restored_backend = if backend == Backend::Sqlite { Backend::Sqlite } else { Backend::Postgres };
     let restored = TestApp::spawn_on(restored_backend, restored_dir, database).await;
+    let (status, book) = restored.get_json(&guestbook, &guests[1].token).await;
+    assert_eq!((status, &book["items"][0]["text"]), (StatusCode::OK, &json!("Alles Gute!")), "the guestbook: {book}");
 
     for photo in &photos {
         let token = &guests[photo.guest].token;

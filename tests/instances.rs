@@ -10,6 +10,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use chrono::Utc;
 use common::{Backend, Options, TestApp, all_files, images, settled_within, upload_ok};
+use confetti::db::derivatives;
+use confetti::db::instances::LEASES;
 use confetti::ingest::Staged;
 use confetti::jobs::instances::CleanedUp;
 use futures_util::StreamExt;
@@ -106,7 +108,7 @@ async fn a_dead_instances_claims_are_given_back_at_once(backend: Backend) {
     let dead = Uuid::new_v4();
     app.db.register_instance(dead).await.expect("register");
     let lease = Utc::now() + chrono::Duration::minutes(2);
-    assert!(app.db.claim_derivative_job((dead, lease)).await.expect("claim").is_some());
+    assert!(app.db.claim_job(&derivatives::JOBS, (dead, lease)).await.expect("claim").is_some());
     app.db.heartbeat(dead).await.expect("heartbeat");
     assert_eq!(app.state.instance.clean_up_after_the_dead().await.expect("cleanup").claims, 0, "alive: kept");
 
@@ -141,7 +143,7 @@ async fn a_stopping_instance_hands_back_its_derivative_job(backend: Backend) {
     // This instance's worker holds the job (for the default two minutes) when the stop comes.
     let lease = Utc::now() + chrono::Duration::minutes(2);
     let me = app.state.instance.id;
-    assert!(app.db.claim_derivative_job((me, lease)).await.expect("claim").is_some());
+    assert!(app.db.claim_job(&derivatives::JOBS, (me, lease)).await.expect("claim").is_some());
 
     let started = std::time::Instant::now();
     let app = app.restart_with(Options { derivative_workers: Some(1), ..Options::default() }).await;
@@ -231,14 +233,14 @@ async fn a_sweep_lease_is_held_by_one_instance_at_a_time(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
     let until = Utc::now() + chrono::Duration::minutes(1);
-    assert!(app.db.take_lease("test sweep", a, until).await.expect("a takes"));
-    assert!(!app.db.take_lease("test sweep", b, until).await.expect("b waits"), "held by a");
-    assert!(app.db.take_lease("test sweep", a, until).await.expect("a renews"));
+    assert!(app.db.take_lease(&LEASES, "test sweep", a, until).await.expect("a takes"));
+    assert!(!app.db.take_lease(&LEASES, "test sweep", b, until).await.expect("b waits"), "held by a");
+    assert!(app.db.take_lease(&LEASES, "test sweep", a, until).await.expect("a renews"));
     app.db.drop_leases(a).await.expect("a stops");
-    assert!(app.db.take_lease("test sweep", b, until).await.expect("b takes"), "free once a stopped");
+    assert!(app.db.take_lease(&LEASES, "test sweep", b, until).await.expect("b takes"), "free once a stopped");
     // A lease whose holder stopped renewing it ends on its own.
     let past = Utc::now() - chrono::Duration::seconds(1);
-    assert!(app.db.take_lease("other sweep", a, past).await.expect("a takes"));
-    assert!(app.db.take_lease("other sweep", b, until).await.expect("b takes over"), "a's lease ran out");
+    assert!(app.db.take_lease(&LEASES, "other sweep", a, past).await.expect("a takes"));
+    assert!(app.db.take_lease(&LEASES, "other sweep", b, until).await.expect("b takes over"), "a's lease ran out");
     app.stop().await;
 }

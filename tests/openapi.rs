@@ -86,10 +86,14 @@ const KEYED_WRITES: &[(&str, &str, &str)] = &[
     ("patch", "/api/v1/uploads/{id}", "200"),
     ("delete", "/api/v1/uploads/{id}/like", "200"),
     ("post", "/api/v1/uploads/{id}/comments", "201"),
+    ("post", "/api/v1/events/{slug}/guestbook", "201"),
+    ("patch", "/api/v1/events/{slug}/guestbook/{id}", "200"),
+    ("delete", "/api/v1/events/{slug}/guestbook/{id}", "204"),
     ("post", "/api/v1/events/{slug}/co-organisers", "201"),
     ("delete", "/api/v1/events/{slug}/co-organisers/{id}", "204"),
     ("post", "/api/v1/events/{slug}/guests/{id}/block", "200"),
     ("delete", "/api/v1/events/{slug}/guests/{id}/block", "200"),
+    ("post", "/api/v1/events/{slug}/uploads/moderation", "200"),
     ("post", "/api/v1/uploads/{id}/restore", "200"),
     ("post", "/api/v1/events/{slug}/screen-link", "201"),
     ("delete", "/api/v1/events/{slug}/screen-link", "204"),
@@ -146,6 +150,8 @@ const UPLOAD_KEYS: &[&str] = &[
     "width",
     "height",
     "taken_at",
+    "captured_at",
+    "captured_from",
     "created_at",
     "status",
     "review",
@@ -155,6 +161,8 @@ const UPLOAD_KEYS: &[&str] = &[
     "urls",
     "placeholder",
     "failure",
+    "rejected",
+    "rejected_reason",
 ];
 
 /// The node a local `$ref` (`#/a/b`) points to.
@@ -665,11 +673,17 @@ fn the_live_stream_is_described_by_its_events(served: &Served) {
         let data = &event["properties"]["data"];
         match name {
             "upload" => assert_eq!(data["$ref"], "#/components/schemas/Upload", "an upload's data is the Upload"),
-            "removed" => assert_eq!(data["required"], json!(["id"]), "a removal's data is its id"),
+            "removed" | "guestbook_removed" => {
+                assert_eq!(data["required"], json!(["id"]), "a removal's data is its id")
+            }
+            "guestbook" => {
+                assert_eq!(data["$ref"], "#/components/schemas/GuestbookMessage", "a message's data is the message")
+            }
             other => panic!("an event the stream does not send: {other}"),
         }
     }
-    assert_eq!(named, BTreeSet::from(["upload".to_owned(), "removed".to_owned()]));
+    let expected = ["upload", "removed", "guestbook", "guestbook_removed"].map(str::to_owned);
+    assert_eq!(named, BTreeSet::from(expected));
 }
 
 /// The header parameters an operation declares, with whether each is required.

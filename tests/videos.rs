@@ -8,28 +8,15 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::generated::ffmpeg;
 use common::{Backend, Options, TestApp, assert_problem, images, settled, upload_form};
 use reqwest::StatusCode;
 use reqwest::multipart::{Form, Part};
 use serde_json::Value;
 use uuid::Uuid;
-
-/// Runs `ffmpeg` with these arguments, writing `name` in `dir`; returns its bytes.
-fn ffmpeg(dir: &Path, name: &str, args: &[&str]) -> Vec<u8> {
-    let out = dir.join(name);
-    let status = Command::new("ffmpeg")
-        .args(["-hide_banner", "-loglevel", "error", "-y"])
-        .args(args)
-        .arg(&out)
-        .status()
-        .expect("ffmpeg runs (scripts/test.sh installs it)");
-    assert!(status.success(), "ffmpeg {args:?}");
-    std::fs::read(&out).expect("the clip")
-}
 
 /// A 320×240 H.264 clip with sound, `seconds` long, at 1 Mbit/s (so it is larger than the
 /// 64 KiB the ingest keeps of a file's head); its movie header at the end, as phones write it,

@@ -4,9 +4,12 @@
 //! that dies first (or fails) leaves it to the workers, which claim it when its lease ends.
 //! The lease's end is kept in `run_after`, as for derivative jobs.
 
+use std::marker::PhantomData;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::lease::{Job, KeyPart, LeaseKey, LeaseTable, Queue};
 use super::{Db, Tx, on_db, on_tx};
 
 /// What a job does to the upload's blobs.
@@ -40,6 +43,15 @@ impl BlobJobKind {
     }
 }
 
+/// The queue: the oldest due job first.
+pub const JOBS: Queue<BlobJob> = Queue {
+    lease: LeaseTable { table: "blob_jobs", key: &["upload_id", "kind"], token: "claim", until: "run_after" },
+    from: "blob_jobs j",
+    due: "j.run_after <= $3",
+    order: "j.run_after",
+    job: PhantomData,
+};
+
 /// A job its holder may run until its lease ends.
 #[derive(Clone, Copy, Debug)]
 pub struct BlobJob {
@@ -49,6 +61,25 @@ pub struct BlobJob {
     /// Including this one.
     pub attempts: i32,
     pub claim: Uuid,
+}
+
+impl LeaseKey for BlobJob {
+    fn parts(&self) -> Vec<KeyPart<'_>> {
+        vec![KeyPart::Uuid(self.upload_id), KeyPart::Text(self.kind.as_str())]
+    }
+}
+
+impl Job for BlobJob {
+    const RETURNING: &'static str = "upload_id, kind, event_id, attempts";
+    type Row = (Uuid, String, Uuid, i32);
+
+    fn from_row((upload_id, kind, event_id, attempts): Self::Row, claim: Uuid) -> Option<Self> {
+        Some(BlobJob { kind: BlobJobKind::parse(&kind)?, event_id, upload_id, attempts, claim })
+    }
+
+    fn claim(&self) -> Uuid {
+        self.claim
+    }
 }
 
 impl Tx {
@@ -94,69 +125,6 @@ impl Db {
         .fetch_optional(pool)
         .await)?;
         Ok(deleted.unwrap_or(false))
-    }
-
-    /// Claims the oldest due job, if any, until `lease_until`. On PostgreSQL, rows another
-    /// instance is claiming right now are skipped, not waited for.
-    pub async fn claim_blob_job(&self, (by, lease_until): (Uuid, DateTime<Utc>)) -> sqlx::Result<Option<BlobJob>> {
-        let claim = Uuid::new_v4();
-        let now = Utc::now();
-        macro_rules! claim {
-            ($pool:expr, $lock:literal) => {
-                sqlx::query_as(concat!(
-                    "UPDATE blob_jobs SET claim = $1, claimed_by = $4, run_after = $2, attempts = attempts + 1
-                     WHERE (upload_id, kind) = (SELECT upload_id, kind FROM blob_jobs WHERE run_after <= $3
-                                                ORDER BY run_after LIMIT 1 ",
-                    $lock,
-                    ") RETURNING upload_id, kind, event_id, attempts"
-                ))
-                .bind(claim)
-                .bind(lease_until)
-                .bind(now)
-                .bind(by)
-                .fetch_optional($pool)
-                .await?
-            };
-        }
-        let row: Option<(Uuid, String, Uuid, i32)> = match self {
-            Db::Sqlite(pool) => claim!(pool, ""),
-            Db::Postgres(pool) => claim!(pool, "FOR UPDATE SKIP LOCKED"),
-        };
-        Ok(row.and_then(|(upload_id, kind, event_id, attempts)| {
-            let kind = BlobJobKind::parse(&kind)?;
-            Some(BlobJob { kind, event_id, upload_id, attempts, claim })
-        }))
-    }
-
-    /// Ends a job that is done. Does nothing if the lease was lost meanwhile (the new holder
-    /// does the same work again, which is harmless: every blob job can be repeated).
-    pub async fn finish_blob_job(&self, job: &BlobJob) -> sqlx::Result<()> {
-        on_db!(self, pool => sqlx::query("DELETE FROM blob_jobs WHERE upload_id = $1 AND kind = $2 AND claim = $3")
-            .bind(job.upload_id)
-            .bind(job.kind.as_str())
-            .bind(job.claim)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
-        Ok(())
-    }
-
-    /// Gives a job back to be tried again after `run_after`. Does nothing if the lease was
-    /// lost meanwhile.
-    pub async fn retry_blob_job(&self, job: &BlobJob, run_after: DateTime<Utc>, error: &str) -> sqlx::Result<()> {
-        on_db!(self, pool => sqlx::query(
-            "UPDATE blob_jobs SET claim = NULL, claimed_by = NULL, run_after = $4, last_error = $5
-             WHERE upload_id = $1 AND kind = $2 AND claim = $3",
-        )
-        .bind(job.upload_id)
-        .bind(job.kind.as_str())
-        .bind(job.claim)
-        .bind(run_after)
-        .bind(error)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-        Ok(())
     }
 
     /// Jobs not done yet, due or not (for tests and `/metrics`).

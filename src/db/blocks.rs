@@ -1,12 +1,14 @@
 //! Blocked guests: the organiser stops one guest's uploads, likes and comments, and hides
-//! every photo they sent, in one transaction. Unblocking lets them upload again; the photos
-//! stay hidden until the organiser shows them one by one.
+//! every photo they sent, in one transaction (marked as hidden by the block). Unblocking lets
+//! them upload again; the photos stay hidden, unless the organiser asks to show again the
+//! ones the block hid.
 
 use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::{Db, Tx, on_db, on_tx};
+use crate::domain::{Review, UploadStatus};
 
 /// A guest as the organiser moderates them.
 #[derive(Clone, Debug, FromRow)]
@@ -76,7 +78,8 @@ impl Tx {
             return Ok(None);
         }
         let hidden = on_tx!(self, tx => sqlx::query_scalar(
-            "UPDATE uploads SET hidden = TRUE WHERE guest_id = $1 AND deleted_at IS NULL AND hidden = FALSE RETURNING id",
+            "UPDATE uploads SET hidden = TRUE, hidden_by_block = TRUE
+             WHERE guest_id = $1 AND deleted_at IS NULL AND hidden = FALSE RETURNING id",
         )
         .bind(guest_id)
         .fetch_all(&mut **tx)
@@ -94,5 +97,25 @@ impl Tx {
             .await
             .map(|r| r.rows_affected()))?;
         Ok(found == 1)
+    }
+
+    /// Shows again the guest's live uploads that blocking hid (not those hidden or rejected
+    /// by hand since); returns them with their status, for the live stream.
+    pub async fn show_block_hidden(&mut self, guest_id: Uuid) -> sqlx::Result<Vec<(Uuid, UploadStatus, Review)>> {
+        let shown: Vec<(Uuid, String, String)> = on_tx!(self, tx => sqlx::query_as(
+            "UPDATE uploads SET hidden = FALSE, hidden_by_block = FALSE
+             WHERE guest_id = $1 AND deleted_at IS NULL AND hidden = TRUE AND hidden_by_block = TRUE
+             RETURNING id, status, review",
+        )
+        .bind(guest_id)
+        .fetch_all(&mut **tx)
+        .await)?;
+        shown
+            .into_iter()
+            .map(|(id, status, review)| {
+                let decode = |e: String| sqlx::Error::Decode(e.into());
+                Ok((id, UploadStatus::try_from(status).map_err(decode)?, Review::try_from(review).map_err(decode)?))
+            })
+            .collect()
     }
 }

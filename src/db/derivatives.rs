@@ -1,19 +1,55 @@
 //! The derivative job queue: queued with the upload's row, claimed under a lease by one
 //! worker on one instance, finished together with the upload's status change.
 
-use chrono::{DateTime, Utc};
+use std::marker::PhantomData;
+
+use chrono::Utc;
 use uuid::Uuid;
 
+use super::lease::{Job, KeyPart, LeaseKey, LeaseTable, Queue};
 use super::{Db, Tx, on_db, on_tx};
 use crate::domain::UploadStatus;
 
-/// A job this worker holds until `lease_until`.
+/// The queue. Guests take turns: of the next 64 due jobs, a guest's first photo goes before
+/// anyone's second, and so on (the rank is how many uploads the guest made before this one),
+/// so one guest's burst or slow files hold a worker for one job at a time while the others'
+/// photos go by. A job given back after a failure waits behind first attempts.
+pub const JOBS: Queue<ClaimedJob> = Queue {
+    lease: LeaseTable { table: "derivative_jobs", key: &["upload_id"], token: "claim", until: "run_after" },
+    from: "derivative_jobs j JOIN uploads u ON u.id = j.upload_id",
+    due: "j.upload_id IN (SELECT upload_id FROM derivative_jobs WHERE run_after <= $3 ORDER BY run_after LIMIT 64)",
+    order: "j.attempts > 0,
+            (SELECT COUNT(*) FROM uploads o WHERE o.guest_id = u.guest_id AND o.created_at < u.created_at),
+            j.run_after",
+    job: PhantomData,
+};
+
+/// A job this worker holds until its lease ends.
 #[derive(Clone, Copy, Debug)]
 pub struct ClaimedJob {
     pub upload_id: Uuid,
     /// Including this one.
     pub attempts: i32,
     pub claim: Uuid,
+}
+
+impl LeaseKey for ClaimedJob {
+    fn parts(&self) -> Vec<KeyPart<'_>> {
+        vec![KeyPart::Uuid(self.upload_id)]
+    }
+}
+
+impl Job for ClaimedJob {
+    const RETURNING: &'static str = "upload_id, attempts";
+    type Row = (Uuid, i32);
+
+    fn from_row((upload_id, attempts): Self::Row, claim: Uuid) -> Option<Self> {
+        Some(ClaimedJob { upload_id, attempts, claim })
+    }
+
+    fn claim(&self) -> Uuid {
+        self.claim
+    }
 }
 
 /// What a job made beside the JPEGs, recorded with the status: read with the upload, it says
@@ -66,13 +102,8 @@ impl Tx {
         status: UploadStatus,
         made: &Made,
     ) -> sqlx::Result<Option<Finished>> {
-        let deleted = on_tx!(self, tx => sqlx::query("DELETE FROM derivative_jobs WHERE upload_id = $1 AND claim = $2")
-            .bind(job.upload_id)
-            .bind(job.claim)
-            .execute(&mut **tx)
-            .await
-            .map(|r| r.rows_affected()))?;
-        if deleted == 0 {
+        let deleted = self.finish_job(&JOBS, job).await?;
+        if !deleted {
             return Ok(None);
         }
         on_tx!(self, tx => sqlx::query_as(
@@ -94,87 +125,6 @@ impl Tx {
 }
 
 impl Db {
-    /// Claims a due job, if any, until `lease_until`. Guests take turns: of the next
-    /// 64 due jobs, a guest's first photo goes before anyone's second, and so on (the
-    /// rank is how many uploads the guest made before this one), so one guest's burst or slow
-    /// files hold a worker for one job at a time while the others' photos go by. A job given
-    /// back after a failure waits behind first attempts. On PostgreSQL, rows another instance is
-    /// claiming right now are skipped, not waited for.
-    pub async fn claim_derivative_job(
-        &self,
-        (by, lease_until): (Uuid, DateTime<Utc>),
-    ) -> sqlx::Result<Option<ClaimedJob>> {
-        let claim = Uuid::new_v4();
-        let now = Utc::now();
-        // SQLite has no row locks and needs none: one statement is one atomic write, and there
-        // is one writer at a time.
-        macro_rules! claim {
-            ($pool:expr, $lock:literal) => {
-                sqlx::query_as(concat!(
-                    "UPDATE derivative_jobs SET claim = $1, claimed_by = $4, run_after = $2, attempts = attempts + 1
-                     WHERE upload_id = (
-                         SELECT j.upload_id FROM derivative_jobs j JOIN uploads u ON u.id = j.upload_id
-                         WHERE j.upload_id IN (SELECT upload_id FROM derivative_jobs WHERE run_after <= $3
-                                               ORDER BY run_after LIMIT 64)
-                         ORDER BY j.attempts > 0,
-                                  (SELECT COUNT(*) FROM uploads o WHERE o.guest_id = u.guest_id AND o.created_at < u.created_at),
-                                  j.run_after
-                         LIMIT 1 ",
-                    $lock,
-                    ") RETURNING upload_id, attempts"
-                ))
-                .bind(claim)
-                .bind(lease_until)
-                .bind(now)
-                .bind(by)
-                .fetch_optional($pool)
-                .await?
-            };
-        }
-        let row: Option<(Uuid, i32)> = match self {
-            Db::Sqlite(pool) => claim!(pool, ""),
-            Db::Postgres(pool) => claim!(pool, "FOR UPDATE OF j SKIP LOCKED"),
-        };
-        Ok(row.map(|(upload_id, attempts)| ClaimedJob { upload_id, attempts, claim }))
-    }
-
-    /// Gives a job back to be tried again after `run_after` (a passing failure: storage
-    /// unreachable). Does nothing if the lease was lost meanwhile.
-    pub async fn retry_derivative_job(
-        &self,
-        job: &ClaimedJob,
-        run_after: DateTime<Utc>,
-        error: &str,
-    ) -> sqlx::Result<()> {
-        on_db!(self, pool => sqlx::query(
-            "UPDATE derivative_jobs SET claim = NULL, claimed_by = NULL, run_after = $3, last_error = $4
-             WHERE upload_id = $1 AND claim = $2",
-        )
-        .bind(job.upload_id)
-        .bind(job.claim)
-        .bind(run_after)
-        .bind(error)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-        Ok(())
-    }
-
-    /// Extends the lease of a job this worker still holds to `lease_until`. `false`: the lease
-    /// was lost (it ran out and another worker claimed the job, or the job is gone).
-    pub async fn renew_derivative_job(&self, job: &ClaimedJob, lease_until: DateTime<Utc>) -> sqlx::Result<bool> {
-        let renewed = on_db!(self, pool => sqlx::query(
-            "UPDATE derivative_jobs SET run_after = $3 WHERE upload_id = $1 AND claim = $2",
-        )
-        .bind(job.upload_id)
-        .bind(job.claim)
-        .bind(lease_until)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-        Ok(renewed > 0)
-    }
-
     /// Jobs not finished yet, due or not (for tests and `/metrics`).
     pub async fn pending_derivative_jobs(&self) -> sqlx::Result<i64> {
         on_db!(self, pool => sqlx::query_scalar("SELECT COUNT(*) FROM derivative_jobs").fetch_one(pool).await)

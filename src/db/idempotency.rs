@@ -6,7 +6,16 @@ use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 use uuid::Uuid;
 
-use super::{Db, Tx, on_db, on_tx};
+use super::lease::{KeyPart, LeaseKey, LeaseTable, bind_key, lease_write};
+use super::{Db, Tx, on_db};
+
+/// A claim on a key is a lease: its holder runs the write, fenced by its claim token.
+const KEYS: LeaseTable = LeaseTable {
+    table: "idempotency_keys",
+    key: &["principal", "method", "path_digest", "key"],
+    token: "claim_token",
+    until: "lease_expires_at",
+};
 
 /// Which key: one principal's key for one method on one path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +37,17 @@ pub struct KeyRow {
     pub body: Option<Vec<u8>>,
 }
 
+impl LeaseKey for KeyScope {
+    fn parts(&self) -> Vec<KeyPart<'_>> {
+        vec![
+            KeyPart::Text(&self.principal),
+            KeyPart::Text(&self.method),
+            KeyPart::Bytes(&self.path_digest),
+            KeyPart::Text(&self.key),
+        ]
+    }
+}
+
 /// The answer recorded for a completed key.
 #[derive(Clone, Debug)]
 pub struct RecordedAnswer {
@@ -37,16 +57,10 @@ pub struct RecordedAnswer {
     pub body: Vec<u8>,
 }
 
-/// The key's row: `$1`–`$4` are its scope, bound by `bind_scope!`.
+/// The key's row: `$1`–`$4` are its scope, bound by `bind_key!`.
 macro_rules! scope_is {
     () => {
         "principal = $1 AND method = $2 AND path_digest = $3 AND key = $4"
-    };
-}
-
-macro_rules! bind_scope {
-    ($query:expr, $scope:expr) => {
-        $query.bind(&$scope.principal).bind(&$scope.method).bind(&$scope.path_digest).bind(&$scope.key)
     };
 }
 
@@ -59,7 +73,7 @@ impl Db {
         token: Uuid,
         lease_until: DateTime<Utc>,
     ) -> sqlx::Result<bool> {
-        let inserted = on_db!(self, pool => bind_scope!(sqlx::query(
+        let inserted = on_db!(self, pool => bind_key!(sqlx::query(
             "INSERT INTO idempotency_keys (principal, method, path_digest, key, fingerprint, claim_token, lease_expires_at, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              ON CONFLICT (principal, method, path_digest, key) DO NOTHING",
@@ -75,7 +89,7 @@ impl Db {
     }
 
     pub async fn key_row(&self, scope: &KeyScope) -> sqlx::Result<Option<KeyRow>> {
-        on_db!(self, pool => bind_scope!(sqlx::query_as(concat!(
+        on_db!(self, pool => bind_key!(sqlx::query_as(concat!(
             "SELECT fingerprint, claim_token, lease_expires_at, status, location, content_type, body
              FROM idempotency_keys WHERE ",
             scope_is!()
@@ -92,31 +106,16 @@ impl Db {
         token: Uuid,
         lease_until: DateTime<Utc>,
     ) -> sqlx::Result<bool> {
-        let updated = on_db!(self, pool => bind_scope!(sqlx::query(concat!(
-            "UPDATE idempotency_keys SET claim_token = $5, lease_expires_at = $6
-             WHERE claim_token = $7 AND status IS NULL AND lease_expires_at < $8 AND ",
-            scope_is!()
-        )), scope)
-        .bind(token)
-        .bind(lease_until)
-        .bind(expired_token)
-        .bind(Utc::now())
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
+        let also = "claim_token = $8 AND status IS NULL";
+        let updated =
+            lease_write!(db self, KEYS.claim("", also), scope, token, lease_until, Utc::now(), expired_token)?;
         Ok(updated == 1)
     }
 
     /// Gives the key back after a refused or failed attempt, unless it was taken over.
     pub async fn release_key(&self, scope: &KeyScope, token: Uuid) -> sqlx::Result<()> {
-        on_db!(self, pool => bind_scope!(sqlx::query(concat!(
-            "DELETE FROM idempotency_keys WHERE claim_token = $5 AND status IS NULL AND ",
-            scope_is!()
-        )), scope)
-        .bind(token)
-        .execute(pool)
-        .await
-        .map(|_| ()))
+        lease_write!(db self, KEYS.fenced_delete("status IS NULL"), scope, token)?;
+        Ok(())
     }
 
     /// Forgets completed keys finished before `cutoff`, and claims abandoned (lease expired)
@@ -138,20 +137,9 @@ impl Tx {
     /// Records the answer in the write's own transaction, fenced by the claim token:
     /// `false` when this holder's lease was taken over (the caller must roll back).
     pub async fn record_key(&mut self, scope: &KeyScope, token: Uuid, answer: &RecordedAnswer) -> sqlx::Result<bool> {
-        let updated = on_tx!(self, tx => bind_scope!(sqlx::query(concat!(
-            "UPDATE idempotency_keys SET status = $6, location = $7, content_type = $8, body = $9, finished_at = $10
-             WHERE claim_token = $5 AND status IS NULL AND ",
-            scope_is!()
-        )), scope)
-        .bind(token)
-        .bind(i32::from(answer.status))
-        .bind(&answer.location)
-        .bind(&answer.content_type)
-        .bind(&answer.body)
-        .bind(Utc::now())
-        .execute(&mut **tx)
-        .await
-        .map(|r| r.rows_affected()))?;
+        let set = "status = $6, location = $7, content_type = $8, body = $9, finished_at = $10";
+        let updated = lease_write!(tx self, KEYS.fenced(set, "status IS NULL"), scope, token,
+            i32::from(answer.status), &answer.location, &answer.content_type, &answer.body, Utc::now())?;
         Ok(updated == 1)
     }
 }

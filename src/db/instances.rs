@@ -7,7 +7,11 @@ use std::future::Future;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::lease::LeaseTable;
 use super::{Db, Tx, on_db, on_tx};
+
+/// Work one instance at a time does (the sweeps), by name: held by an instance until it ends.
+pub const LEASES: LeaseTable = LeaseTable { table: "leases", key: &["name"], token: "holder", until: "until" };
 
 /// An upload being received, as recorded before its first byte is stored.
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -72,19 +76,11 @@ impl Db {
 
     /// Gives back every job the instance had claimed, due at once. Returns how many.
     pub async fn release_claims(&self, instance: Uuid) -> sqlx::Result<u64> {
-        let now = Utc::now();
-        let mut released = 0;
-        for table in ["derivative_jobs", "blob_jobs", "webhook_deliveries"] {
-            let statement =
-                format!("UPDATE {table} SET claim = NULL, claimed_by = NULL, run_after = $2 WHERE claimed_by = $1");
-            released += on_db!(self, pool => sqlx::query(sqlx::AssertSqlSafe(statement))
-                .bind(instance)
-                .bind(now)
-                .execute(pool)
-                .await
-                .map(|r| r.rows_affected()))?;
-        }
-        Ok(released)
+        self.release_claims_of(
+            &[&super::derivatives::JOBS.lease, &super::blob_jobs::JOBS.lease, &super::webhooks::DELIVERIES.lease],
+            instance,
+        )
+        .await
     }
 
     /// Records an upload being received, before anything of it is in the store: another
@@ -147,24 +143,6 @@ impl Db {
         .bind(instance)
         .fetch_all(pool)
         .await)
-    }
-
-    /// Takes (or renews) the lease `name` for `holder` until `until`, unless another holder's
-    /// lease is still running. `true` when `holder` has it.
-    pub async fn take_lease(&self, name: &str, holder: Uuid, until: DateTime<Utc>) -> sqlx::Result<bool> {
-        let taken: Option<Uuid> = on_db!(self, pool => sqlx::query_scalar(
-            "INSERT INTO leases (name, holder, until) VALUES ($1, $2, $3)
-             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until = excluded.until
-             WHERE leases.until < $4 OR leases.holder = excluded.holder
-             RETURNING holder",
-        )
-        .bind(name)
-        .bind(holder)
-        .bind(until)
-        .bind(Utc::now())
-        .fetch_optional(pool)
-        .await)?;
-        Ok(taken == Some(holder))
     }
 
     /// Ends `holder`'s leases: another instance may take them at once.

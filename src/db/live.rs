@@ -13,6 +13,10 @@ pub enum LiveKind {
     Upload,
     /// An upload was hidden or deleted.
     Removed,
+    /// A guestbook message was written, shown again or approved (`upload_id` holds its id).
+    Message,
+    /// A guestbook message was hidden or deleted (`upload_id` holds its id).
+    MessageRemoved,
 }
 
 impl LiveKind {
@@ -20,7 +24,17 @@ impl LiveKind {
         match self {
             LiveKind::Upload => "upload",
             LiveKind::Removed => "removed",
+            LiveKind::Message => "guestbook",
+            LiveKind::MessageRemoved => "guestbook_removed",
         }
+    }
+
+    /// As the feed stores it; anything else is read as an upload's news (the oldest kind).
+    pub fn parse(stored: &str) -> Self {
+        [LiveKind::Removed, LiveKind::Message, LiveKind::MessageRemoved]
+            .into_iter()
+            .find(|kind| kind.as_str() == stored)
+            .unwrap_or(LiveKind::Upload)
     }
 }
 

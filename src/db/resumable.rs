@@ -12,7 +12,12 @@ use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 use uuid::Uuid;
 
+use super::lease::{LeaseTable, lease_write};
 use super::{Db, Tx, on_db, on_tx};
+
+/// A request appending to or completing a resource, or the sweep removing it, holds its lease.
+const LEASE: LeaseTable =
+    LeaseTable { table: "resumable_uploads", key: &["id"], token: "lock_token", until: "lock_until" };
 
 #[derive(Clone, Debug, FromRow)]
 pub struct ResumableRow {
@@ -116,18 +121,7 @@ impl Db {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> sqlx::Result<Option<ResumableRow>> {
-        let taken = on_db!(self, pool => sqlx::query(
-            "UPDATE resumable_uploads SET lock_token = $2, lock_until = $4
-             WHERE id = $1 AND state = 'open' AND expires_at > $3 AND (lock_until IS NULL OR lock_until < $3)",
-        )
-        .bind(id)
-        .bind(token)
-        .bind(now)
-        .bind(until)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-        if taken == 0 {
+        if !self.claim_lease(&LEASE, &id, token, (now, until), "state = 'open' AND expires_at > $4").await? {
             return Ok(None);
         }
         self.resumable_by_id(id).await
@@ -143,35 +137,16 @@ impl Db {
         until: DateTime<Utc>,
         expires_at: DateTime<Utc>,
     ) -> sqlx::Result<bool> {
-        let updated = on_db!(self, pool => sqlx::query(
-            "UPDATE resumable_uploads SET upload_offset = $3, multipart_id = $4, parts = $5, tail_bytes = $6,
-                 lock_until = $7, expires_at = $8
-             WHERE id = $1 AND lock_token = $2 AND state = 'open'",
-        )
-        .bind(id)
-        .bind(token)
-        .bind(progress.offset)
-        .bind(&progress.multipart_id)
-        .bind(&progress.parts)
-        .bind(progress.tail_bytes)
-        .bind(until)
-        .bind(expires_at)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
+        let set =
+            "upload_offset = $3, multipart_id = $4, parts = $5, tail_bytes = $6, lock_until = $7, expires_at = $8";
+        let updated = lease_write!(db self, LEASE.fenced(set, "state = 'open'"), &id, token,
+            progress.offset, &progress.multipart_id, &progress.parts, progress.tail_bytes, until, expires_at)?;
         Ok(updated == 1)
     }
 
     /// Gives the lease back.
     pub async fn unlock_resumable(&self, id: Uuid, token: Uuid) -> sqlx::Result<()> {
-        on_db!(self, pool => sqlx::query(
-            "UPDATE resumable_uploads SET lock_token = NULL, lock_until = NULL WHERE id = $1 AND lock_token = $2",
-        )
-        .bind(id)
-        .bind(token)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
+        self.release_lease(&LEASE, &id, token).await?;
         Ok(())
     }
 
@@ -202,33 +177,14 @@ impl Db {
         until: DateTime<Utc>,
         expires_at: DateTime<Utc>,
     ) -> sqlx::Result<bool> {
-        let updated = on_db!(self, pool => sqlx::query(
-            "UPDATE resumable_uploads SET assembled = TRUE, upload_offset = length, tail_bytes = 0, lock_until = $3,
-                 expires_at = $4
-             WHERE id = $1 AND lock_token = $2 AND state = 'open'",
-        )
-        .bind(id)
-        .bind(token)
-        .bind(until)
-        .bind(expires_at)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
+        let set = "assembled = TRUE, upload_offset = length, tail_bytes = 0, lock_until = $3, expires_at = $4";
+        let updated = lease_write!(db self, LEASE.fenced(set, "state = 'open'"), &id, token, until, expires_at)?;
         Ok(updated == 1)
     }
 
     /// Renews a lease (a completion at work); `false` when it is no longer this request's.
     pub async fn renew_resumable(&self, id: Uuid, token: Uuid, until: DateTime<Utc>) -> sqlx::Result<bool> {
-        let updated = on_db!(self, pool => sqlx::query(
-            "UPDATE resumable_uploads SET lock_until = $3 WHERE id = $1 AND lock_token = $2 AND state = 'open'",
-        )
-        .bind(id)
-        .bind(token)
-        .bind(until)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-        Ok(updated == 1)
+        self.renew_lease(&LEASE, &id, token, until, "state = 'open'").await
     }
 
     /// Resources whose time is up: cancelled or expired ones (bytes to remove) and completed
@@ -250,29 +206,14 @@ impl Db {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> sqlx::Result<bool> {
-        let taken = on_db!(self, pool => sqlx::query(
-            "UPDATE resumable_uploads SET state = CASE WHEN state = 'completed' THEN state ELSE 'cancelled' END,
-                 lock_token = $2, lock_until = $4
-             WHERE id = $1 AND expires_at <= $3 AND (lock_until IS NULL OR lock_until < $3)",
-        )
-        .bind(id)
-        .bind(token)
-        .bind(now)
-        .bind(until)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
+        let set = "state = CASE WHEN state = 'completed' THEN state ELSE 'cancelled' END";
+        let taken = lease_write!(db self, LEASE.claim(set, "expires_at <= $4"), &id, token, until, now)?;
         Ok(taken == 1)
     }
 
     /// The row goes once its bytes are gone.
     pub async fn delete_resumable(&self, id: Uuid, token: Uuid) -> sqlx::Result<()> {
-        on_db!(self, pool => sqlx::query("DELETE FROM resumable_uploads WHERE id = $1 AND lock_token = $2")
-            .bind(id)
-            .bind(token)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        lease_write!(db self, LEASE.fenced_delete(""), &id, token)?;
         Ok(())
     }
 
@@ -348,16 +289,8 @@ impl Tx {
         lease: &ResumableLease,
         expires_at: DateTime<Utc>,
     ) -> sqlx::Result<bool> {
-        let updated = on_tx!(self, tx => sqlx::query(
-            "UPDATE resumable_uploads SET state = 'completed', lock_token = NULL, lock_until = NULL, expires_at = $3
-             WHERE id = $1 AND lock_token = $2 AND state = 'open'",
-        )
-        .bind(lease.id)
-        .bind(lease.token)
-        .bind(expires_at)
-        .execute(&mut **tx)
-        .await
-        .map(|r| r.rows_affected()))?;
+        let set = "state = 'completed', lock_token = NULL, lock_until = NULL, expires_at = $3";
+        let updated = lease_write!(tx self, LEASE.fenced(set, "state = 'open'"), &lease.id, lease.token, expires_at)?;
         Ok(updated == 1)
     }
 }

@@ -5,7 +5,7 @@ use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::{Db, Tx, on_db, on_tx};
-use crate::domain::{Gallery, MediaKind, Review, UploadStatus};
+use crate::domain::{CaptureSource, Gallery, MediaKind, Review, UploadStatus};
 
 /// One upload as stored, with the names a response needs (event slug, guest name).
 #[derive(Clone, Debug, FromRow)]
@@ -23,7 +23,12 @@ pub struct UploadRow {
     pub sha256: String,
     pub width: i32,
     pub height: i32,
+    /// The time the file says it was taken, when usable (not after the upload).
     pub taken_at: Option<DateTime<Utc>>,
+    /// `taken_at`, else the upload time: what `order=taken` lists by.
+    pub captured_at: DateTime<Utc>,
+    #[sqlx(try_from = "String")]
+    pub captured_from: CaptureSource,
     pub created_at: DateTime<Utc>,
     #[sqlx(try_from = "String")]
     pub status: UploadStatus,
@@ -54,6 +59,9 @@ pub struct UploadRow {
     pub poster: bool,
     /// Why its processing failed, when it did.
     pub failure: Option<String>,
+    /// Why the organiser rejected it (hidden with a reason for its uploader): `Some("")` for a
+    /// rejection without one; `None` while it is not rejected.
+    pub rejected_reason: Option<String>,
 }
 
 impl UploadRow {
@@ -79,6 +87,8 @@ pub struct NewUpload {
     pub width: i32,
     pub height: i32,
     pub taken_at: Option<DateTime<Utc>>,
+    pub captured_at: DateTime<Utc>,
+    pub captured_from: CaptureSource,
     pub created_at: DateTime<Utc>,
     pub kind: MediaKind,
     pub duration_ms: Option<i64>,
@@ -92,13 +102,29 @@ pub struct ListQuery {
     pub viewer_guest: Option<Uuid>,
     /// Organisers see hidden uploads too.
     pub organiser: bool,
-    /// Only uploads older than this one (the keyset cursor).
+    /// Only uploads after this one in `order` (the keyset cursor).
     pub before: Option<Uuid>,
+    pub order: ListOrder,
     pub limit: i64,
     /// Whether guests see each other's approved, shown uploads now (`Gallery::shared`).
     pub shared: bool,
     /// Only uploads in this review state.
     pub review: Option<Review>,
+}
+
+/// The order of an event's listing, newest first either way; ties broken by id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListOrder {
+    /// By upload (the id: UUIDv7, time-ordered).
+    Uploaded,
+    /// By capture time (`captured_at`).
+    Taken,
+}
+
+/// Where the first page of `ListOrder::Taken` starts: later than any capture time (which is never
+/// after its upload). Four-digit years keep SQLite's text times comparing as they order.
+fn end_of_time() -> DateTime<Utc> {
+    DateTime::from_timestamp(253_402_300_799, 0).unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 /// What an export holds beside the visible uploads.
@@ -130,9 +156,10 @@ macro_rules! upload_select {
         concat!(
             "SELECT u.id, u.event_id, e.slug AS event_slug, u.guest_id, g.display_name AS guest_display_name,
                     u.client_upload_id, u.filename, u.caption, u.content_type, u.bytes, u.sha256, u.width,
-                    u.height, u.taken_at, u.created_at, u.status, u.hidden, u.deleted_at, u.review,
+                    u.height, u.taken_at, u.captured_at, u.captured_from, u.created_at, u.status, u.hidden, u.deleted_at, u.review,
                     e.gallery AS event_gallery, e.gallery_opens_at AS event_gallery_opens_at,
-                    u.webp_thumb, u.avif_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, u.failure, ",
+                    u.webp_thumb, u.avif_thumb, u.placeholder, u.kind, u.duration_ms, u.poster, u.failure,
+                    u.rejected_reason, ",
             $counts,
             " FROM uploads u JOIN guests g ON g.id = u.guest_id JOIN events e ON e.id = u.event_id "
         )
@@ -207,6 +234,9 @@ impl Db {
     /// Newest first; ids are UUIDv7, so `id < cursor` is "older than the last one shown"
     /// and stays valid while new uploads arrive.
     pub async fn list_uploads(&self, q: &ListQuery) -> sqlx::Result<Vec<UploadRow>> {
+        if q.order == ListOrder::Taken {
+            return self.list_uploads_taken(q).await;
+        }
         // The cursor is always a bound, never `$4 IS NULL OR …`: SQLite then seeks the index to
         // the cursor instead of walking it from the newest upload.
         read_uploads!(
@@ -225,6 +255,47 @@ impl Db {
             q.limit,
             q.shared,
             q.review.map(Review::as_str),
+        )
+    }
+
+    /// Latest capture time first (`captured_at`, then id): the cursor's upload is read for its
+    /// capture time, which never changes, so a cursor stays valid while photos are added
+    /// (whenever they were taken). A cursor whose upload is gone from the event (the event's rows
+    /// removed) ends the listing.
+    async fn list_uploads_taken(&self, q: &ListQuery) -> sqlx::Result<Vec<UploadRow>> {
+        let after = match q.before {
+            None => (end_of_time(), Uuid::max()),
+            Some(id) => {
+                let at: Option<DateTime<Utc>> = on_db!(self, pool => sqlx::query_scalar(
+                    "SELECT captured_at FROM uploads WHERE id = $1 AND event_id = $2",
+                )
+                .bind(id)
+                .bind(q.event_id)
+                .fetch_optional(pool)
+                .await)?;
+                match at {
+                    Some(at) => (at, id),
+                    None => return Ok(Vec::new()),
+                }
+            }
+        };
+        read_uploads!(
+            self,
+            "upload listing by capture time",
+            fetch_all,
+            "WHERE u.event_id = $2 AND u.deleted_at IS NULL
+               AND ($3 OR u.guest_id = $1 OR (u.hidden = FALSE AND u.review = 'approved' AND $6))
+               AND ($7 IS NULL OR u.review = $7)
+               AND (u.captured_at, u.id) < ($8, $4)
+             ORDER BY u.captured_at DESC, u.id DESC LIMIT $5",
+            q.viewer_guest,
+            q.event_id,
+            q.organiser,
+            after.1,
+            q.limit,
+            q.shared,
+            q.review.map(Review::as_str),
+            after.0,
         )
     }
 
@@ -275,8 +346,8 @@ impl Tx {
         let inserted: Option<(Uuid, String)> = on_tx!(self, tx => sqlx::query_as(
             "INSERT INTO uploads (id, event_id, guest_id, client_upload_id, filename, caption, content_type,
                                   bytes, sha256, width, height, taken_at, created_at, kind, duration_ms,
-                                  status, hidden, review)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'processing', FALSE,
+                                  captured_at, captured_from, status, hidden, review)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 'processing', FALSE,
                      CASE WHEN (SELECT review_uploads FROM events WHERE id = $2) THEN 'pending' ELSE 'approved' END)
              ON CONFLICT (client_upload_id) WHERE client_upload_id IS NOT NULL DO NOTHING
              RETURNING id, review",
@@ -296,6 +367,8 @@ impl Tx {
         .bind(u.created_at)
         .bind(u.kind.as_str())
         .bind(u.duration_ms)
+        .bind(u.captured_at)
+        .bind(u.captured_from.as_str())
         .fetch_optional(&mut **tx)
         .await)?;
         inserted
@@ -346,10 +419,12 @@ impl Tx {
 
     /// Hides or shows a live upload. `Some(Some(status))` when it changed (its status, read
     /// under the row lock the change holds until commit), `Some(None)` when it already was so,
-    /// `None` when it is deleted or unknown.
+    /// `None` when it is deleted or unknown. The organiser's own choice: a rejection's reason and
+    /// the mark of a block's hiding go with it.
     pub async fn set_upload_hidden(&mut self, id: Uuid, hidden: bool) -> sqlx::Result<Option<Option<UploadStatus>>> {
         let changed: Option<String> = on_tx!(self, tx => sqlx::query_scalar(
-            "UPDATE uploads SET hidden = $2 WHERE id = $1 AND deleted_at IS NULL AND hidden <> $2 RETURNING status",
+            "UPDATE uploads SET hidden = $2, rejected_reason = NULL, hidden_by_block = FALSE
+             WHERE id = $1 AND deleted_at IS NULL AND hidden <> $2 RETURNING status",
         )
         .bind(id)
         .bind(hidden)

@@ -7,12 +7,25 @@
 //! A photo arriving while its event's delivery is being sent sets `again`: the delivery is then
 //! due once more instead of done, and the next POST counts that photo too.
 //!
-//! Claim, retry and finish are separate small statements, in the shape of the other queues.
+//! The queue is a `lease::Queue`: claim, renew, retry and the fenced final writes are
+//! `db::lease`'s; only finishing (which may make the delivery due again) is written here.
+
+use std::marker::PhantomData;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::lease::{Job, KeyPart, LeaseKey, LeaseTable, Queue, lease_write};
 use super::{Db, Tx, on_db, on_tx};
+
+/// The queue: the delivery due first goes first.
+pub const DELIVERIES: Queue<WebhookDelivery> = Queue {
+    lease: LeaseTable { table: "webhook_deliveries", key: &["event_id"], token: "claim", until: "run_after" },
+    from: "webhook_deliveries j",
+    due: "j.run_after <= $3",
+    order: "j.run_after",
+    job: PhantomData,
+};
 
 /// The webhook the admin set, and how its last delivery went.
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -39,6 +52,25 @@ pub struct WebhookDelivery {
     /// day after.
     pub created_at: DateTime<Utc>,
     pub claim: Uuid,
+}
+
+impl LeaseKey for WebhookDelivery {
+    fn parts(&self) -> Vec<KeyPart<'_>> {
+        vec![KeyPart::Uuid(self.event_id)]
+    }
+}
+
+impl Job for WebhookDelivery {
+    const RETURNING: &'static str = "event_id, attempts, created_at";
+    type Row = (Uuid, i32, DateTime<Utc>);
+
+    fn from_row((event_id, attempts, created_at): Self::Row, claim: Uuid) -> Option<Self> {
+        Some(WebhookDelivery { event_id, attempts, created_at, claim })
+    }
+
+    fn claim(&self) -> Uuid {
+        self.claim
+    }
 }
 
 /// What a delivery tells of: the event, and how many of its photos wait for review.
@@ -138,62 +170,19 @@ impl Db {
         .await)
     }
 
-    /// Claims the oldest due delivery, if any, until `lease_until`. On PostgreSQL, rows another
-    /// instance is claiming right now are skipped, not waited for.
-    pub async fn claim_webhook_delivery(
-        &self,
-        (by, lease_until): (Uuid, DateTime<Utc>),
-    ) -> sqlx::Result<Option<WebhookDelivery>> {
-        let claim = Uuid::new_v4();
-        let now = Utc::now();
-        macro_rules! claim {
-            ($pool:expr, $lock:literal) => {
-                sqlx::query_as(concat!(
-                    "UPDATE webhook_deliveries SET claim = $1, claimed_by = $4, run_after = $2, attempts = attempts + 1
-                     WHERE event_id = (SELECT event_id FROM webhook_deliveries WHERE run_after <= $3
-                                       ORDER BY run_after LIMIT 1 ",
-                    $lock,
-                    ") RETURNING event_id, attempts, created_at"
-                ))
-                .bind(claim)
-                .bind(lease_until)
-                .bind(now)
-                .bind(by)
-                .fetch_optional($pool)
-                .await?
-            };
-        }
-        let row: Option<(Uuid, i32, DateTime<Utc>)> = match self {
-            Db::Sqlite(pool) => claim!(pool, ""),
-            Db::Postgres(pool) => claim!(pool, "FOR UPDATE SKIP LOCKED"),
-        };
-        Ok(row.map(|(event_id, attempts, created_at)| WebhookDelivery { event_id, attempts, created_at, claim }))
+    /// Claims the delivery due first, if any, for instance `by` until `lease_until`.
+    pub async fn claim_webhook_delivery(&self, claim: (Uuid, DateTime<Utc>)) -> sqlx::Result<Option<WebhookDelivery>> {
+        self.claim_job(&DELIVERIES, claim).await
     }
 
     /// Ends a delivery that is done, unless a photo came in while it was sent: then it is due
     /// again at `again_after`, as a new delivery. Does nothing if the lease was lost meanwhile.
     pub async fn finish_webhook_delivery(&self, d: &WebhookDelivery, again_after: DateTime<Utc>) -> sqlx::Result<()> {
-        let deleted = on_db!(self, pool => sqlx::query(
-            "DELETE FROM webhook_deliveries WHERE event_id = $1 AND claim = $2 AND NOT again",
-        )
-        .bind(d.event_id)
-        .bind(d.claim)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-        if deleted == 0 {
-            on_db!(self, pool => sqlx::query(
-                "UPDATE webhook_deliveries SET claim = NULL, claimed_by = NULL, again = FALSE, attempts = 0,
-                     run_after = $3, created_at = $4, last_error = NULL
-                 WHERE event_id = $1 AND claim = $2",
-            )
-            .bind(d.event_id)
-            .bind(d.claim)
-            .bind(again_after)
-            .bind(Utc::now())
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        let lease = &DELIVERIES.lease;
+        if lease_write!(db self, lease.fenced_delete("NOT again"), d, d.claim)? == 0 {
+            let set = "claim = NULL, claimed_by = NULL, again = FALSE, attempts = 0, run_after = $3, created_at = $4,
+                       last_error = NULL";
+            lease_write!(db self, lease.fenced(set, ""), d, d.claim, again_after, Utc::now())?;
         }
         Ok(())
     }
@@ -201,13 +190,7 @@ impl Db {
     /// Removes a delivery that is given up on (or has nothing to tell), whatever came in
     /// meanwhile. Does nothing if the lease was lost meanwhile.
     pub async fn drop_webhook_delivery(&self, d: &WebhookDelivery) -> sqlx::Result<()> {
-        on_db!(self, pool => sqlx::query("DELETE FROM webhook_deliveries WHERE event_id = $1 AND claim = $2")
-            .bind(d.event_id)
-            .bind(d.claim)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
-        Ok(())
+        self.finish_job(&DELIVERIES, d).await.map(drop)
     }
 
     /// Gives a delivery back to be tried again after `run_after`. Does nothing if the lease
@@ -218,18 +201,7 @@ impl Db {
         run_after: DateTime<Utc>,
         error: &str,
     ) -> sqlx::Result<()> {
-        on_db!(self, pool => sqlx::query(
-            "UPDATE webhook_deliveries SET claim = NULL, claimed_by = NULL, run_after = $3, last_error = $4
-             WHERE event_id = $1 AND claim = $2",
-        )
-        .bind(d.event_id)
-        .bind(d.claim)
-        .bind(run_after)
-        .bind(error)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-        Ok(())
+        self.retry_job(&DELIVERIES, d, run_after, error).await
     }
 
     /// Deliveries not made yet, due or not (for tests and the admin page).

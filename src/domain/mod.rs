@@ -3,6 +3,7 @@
 //! A value that does not parse is a domain error of its own; the HTTP edge maps it to a
 //! problem (`crate::error`), the command line prints it.
 
+mod capture;
 mod host_modes;
 mod ids;
 mod password;
@@ -10,9 +11,13 @@ mod status;
 mod text;
 mod upload_window;
 
+pub use capture::{CaptureSource, Captured};
 pub use host_modes::{Gallery, Review};
 pub use ids::{ClientUploadId, EventSlug, InvalidClientUploadId, InvalidEventSlug};
 pub use password::{OrganiserPassword, WeakPassword};
 pub use status::{MediaKind, UploadStatus};
-pub use text::{Caption, CommentText, DisplayName, EventName, FileName, InvalidText, WelcomeText, is_format};
+pub use text::{
+    Caption, CommentText, DisplayName, EventName, FileName, GuestbookText, InvalidText, RejectReason, WelcomeText,
+    is_format,
+};
 pub use upload_window::{InvalidUploadWindow, UploadWindow, WindowState, parse_window_end, rfc3339};

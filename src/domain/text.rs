@@ -1,5 +1,5 @@
-//! User-provided text: display names, event names, captions, comments, welcome texts and file
-//! names.
+//! User-provided text: display names, event names, captions, comments, guestbook messages,
+//! welcome texts and file names.
 //! Lengths count characters (what a person typed), not bytes.
 //!
 //! Every text is cleaned on input, the same way on both databases: control characters go (a
@@ -9,8 +9,8 @@
 //! Cf that people type on purpose survive: a zero-width joiner or non-joiner between two
 //! non-ASCII characters (emoji sequences such as 👨‍👩‍👧, Persian and Indic words) and a
 //! well-formed emoji tag sequence after 🏴 (the flags of England, Scotland and Wales).
-//! One-line texts turn line breaks and tabs into spaces; captions, comments and welcome texts
-//! keep line breaks (`\n`, with `\r\n`, `\r` and the Unicode line separators made `\n`) and
+//! One-line texts turn line breaks and tabs into spaces; captions, comments, guestbook messages
+//! and welcome texts keep line breaks (`\n`, with `\r\n`, `\r` and the Unicode line separators made `\n`) and
 //! turn tabs into spaces, which is how a browser shows them anyway.
 
 /// A text refused once cleaned (empty, or too long), saying which kind of text and why.
@@ -25,7 +25,11 @@ pub enum InvalidText {
     #[error("{0}")]
     Comment(String),
     #[error("{0}")]
+    GuestbookMessage(String),
+    #[error("{0}")]
     WelcomeText(String),
+    #[error("{0}")]
+    RejectReason(String),
 }
 
 /// Unicode general category Cf ("Format"), Unicode 16.0, from the Unicode Character Database
@@ -224,6 +228,30 @@ impl Caption {
     }
 }
 
+/// Why the organiser rejected a photo, shown to its uploader: one line of at most 200
+/// characters; an empty reason is a rejection without one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RejectReason(String);
+
+impl RejectReason {
+    pub const MAX_CHARS: usize = 200;
+
+    pub fn parse(raw: &str) -> Result<Self, InvalidText> {
+        let text = clean(raw, Lines::One);
+        match text.chars().count() {
+            n if n > Self::MAX_CHARS => Err(InvalidText::RejectReason(format!(
+                "the reason has {n} characters; at most {} are allowed",
+                Self::MAX_CHARS
+            ))),
+            _ => Ok(Self(text)),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A comment on a photo: 1–1000 characters once cleaned and trimmed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommentText(String);
@@ -237,6 +265,31 @@ impl CommentText {
             0 => Err(InvalidText::Comment("the comment is empty".into())),
             n if n > Self::MAX_CHARS => Err(InvalidText::Comment(format!(
                 "the comment has {n} characters; at most {} are allowed",
+                Self::MAX_CHARS
+            ))),
+            _ => Ok(Self(text)),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A guest's message in the event's guestbook: 1–500 characters once cleaned and trimmed, line
+/// breaks kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GuestbookText(String);
+
+impl GuestbookText {
+    pub const MAX_CHARS: usize = 500;
+
+    pub fn parse(raw: &str) -> Result<Self, InvalidText> {
+        let text = clean(raw, Lines::Many);
+        match text.chars().count() {
+            0 => Err(InvalidText::GuestbookMessage("the message is empty".into())),
+            n if n > Self::MAX_CHARS => Err(InvalidText::GuestbookMessage(format!(
+                "the message has {n} characters; at most {} are allowed",
                 Self::MAX_CHARS
             ))),
             _ => Ok(Self(text)),

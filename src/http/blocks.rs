@@ -1,13 +1,15 @@
 //! Blocking a guest: one action of the organiser hides every photo the guest sent and refuses
-//! their new uploads, likes and comments (403 `guest_blocked`); unblocking allows them again.
+//! their new uploads, likes and comments (403 `guest_blocked`); unblocking allows them again,
+//! and on request shows again the photos the block hid.
 //! The organiser also reads one guest (their name and how many photos they sent, for the
 //! question asked before blocking) and the list of blocked guests.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use chrono::SecondsFormat;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -19,6 +21,7 @@ use super::openapi::{IdempotencyKeyParam, SlugParam, refusals, schemas};
 use crate::db::blocks::GuestStandingRow;
 use crate::db::events::EventRow;
 use crate::db::live::LiveKind;
+use crate::domain::{Review, UploadStatus};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 
@@ -147,21 +150,23 @@ async fn block(
     Path((slug, id)): Path<(String, String)>,
     write: Write,
 ) -> ApiResult<Response> {
-    set_blocked(&state, event, &slug, &id, write, true).await
+    set_blocked(&state, event, &slug, &id, write, Change::Block).await
 }
 
 /// Unblock a guest (organiser)
 ///
-/// The guest may upload, like and comment again. The photos that blocking hid stay hidden; the organiser shows them
-/// again one by one (`PATCH /api/v1/uploads/{id}` with `{"hidden": false}`). Unblocking a guest who is not blocked
-/// changes nothing and answers 200. Takes an `Idempotency-Key` (parameter `IdempotencyKey`).
+/// The guest may upload, like and comment again. The photos that blocking hid stay hidden, unless
+/// `show_photos=true`: then every photo of theirs that blocking hid (not one the organiser hid or rejected by hand)
+/// is shown again in the same transaction, each ready and approved one announced as `upload` on the live stream.
+/// Unblocking a guest who is not blocked changes nothing else and answers 200. Takes an `Idempotency-Key`
+/// (parameter `IdempotencyKey`).
 #[utoipa::path(
     delete,
     path = "/api/v1/events/{slug}/guests/{id}/block",
     operation_id = "unblockGuest",
     tag = "organiser",
     security(("organiserBearer" = []), ("organiserCookie" = [])),
-    params(SlugParam, ("id" = Uuid, Path, description = "The guest's id. Not a UUID: 404 `not_found`."), IdempotencyKeyParam),
+    params(SlugParam, ("id" = Uuid, Path, description = "The guest's id. Not a UUID: 404 `not_found`."), ("show_photos" = Option<bool>, Query, nullable = false, description = "`true`: show again the photos that blocking hid. Absent or `false`: they stay hidden. Another value: 400 `invalid_request`."), IdempotencyKeyParam),
     responses(
         (status = 200, description = "Not blocked (any more): the guest as they are now. With `Idempotent-Replayed: true`: the recorded answer of an earlier request with the same `Idempotency-Key`.", body = GuestStandingJson, headers(("Idempotent-Replayed" = inline(schemas::True), description = "`true`: this is the recorded answer to an earlier request with the same `Idempotency-Key` (parameter `IdempotencyKey`); the write was not run again. Absent when the write ran."))),
         BlockGuestRefusals,
@@ -171,40 +176,70 @@ async fn unblock(
     State(state): State<AppState>,
     Organiser(event): Organiser,
     Path((slug, id)): Path<(String, String)>,
+    query: Result<Query<Unblock>, QueryRejection>,
     write: Write,
 ) -> ApiResult<Response> {
-    set_blocked(&state, event, &slug, &id, write, false).await
+    let Query(unblock) = query.map_err(|e| ApiError::InvalidRequest(e.body_text()))?;
+    let change = if unblock.show_photos.unwrap_or(false) { Change::UnblockAndShow } else { Change::Unblock };
+    set_blocked(&state, event, &slug, &id, write, change).await
 }
 
-/// Blocks the guest (hiding their shown uploads, each announced as removed) or unblocks them,
-/// and answers the guest as they are now.
+/// What unblocking does besides.
+#[derive(Deserialize)]
+struct Unblock {
+    show_photos: Option<bool>,
+}
+
+/// A guest's standing as the organiser changes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Change {
+    Block,
+    Unblock,
+    /// Unblock, and show again the photos the block hid.
+    UnblockAndShow,
+}
+
+/// Blocks the guest (hiding their shown uploads, each announced as removed) or unblocks them
+/// (showing again what the block hid, when asked), and answers the guest as they are now.
 async fn set_blocked(
     state: &AppState,
     event: EventRow,
     slug: &str,
     id: &str,
     write: Write,
-    blocked: bool,
+    change: Change,
 ) -> ApiResult<Response> {
     let (event, id) = organiser_of(event, slug, Some(id))?;
     let mut tx = write.begin(&state.db).await?;
-    let hidden = match blocked {
-        true => tx.block_guest(event.id, id).await?,
-        false => tx.unblock_guest(event.id, id).await?.then(Vec::new),
+    let news = match change {
+        Change::Block => tx
+            .block_guest(event.id, id)
+            .await?
+            .map(|hidden| hidden.into_iter().map(|upload_id| (LiveKind::Removed, upload_id)).collect::<Vec<_>>()),
+        Change::Unblock => tx.unblock_guest(event.id, id).await?.then(Vec::new),
+        Change::UnblockAndShow if tx.unblock_guest(event.id, id).await? => Some(
+            tx.show_block_hidden(id)
+                .await?
+                .into_iter()
+                .filter(|(_, status, review)| *status == UploadStatus::Ready && *review == Review::Approved)
+                .map(|(upload_id, _, _)| (LiveKind::Upload, upload_id))
+                .collect(),
+        ),
+        Change::UnblockAndShow => None,
     };
-    let Some(hidden) = hidden else {
+    let Some(news) = news else {
         tx.rollback().await?;
         return Err(ApiError::NotFound);
     };
-    for upload_id in &hidden {
-        tx.append_live(event.id, LiveKind::Removed, *upload_id).await?;
+    for (kind, upload_id) in &news {
+        tx.append_live(event.id, *kind, *upload_id).await?;
     }
     let row = tx.guest_standing(event.id, id).await?.ok_or(ApiError::NotFound)?;
     let response = tx.commit(Json(GuestStandingJson::new(&row)).into_response()).await?;
-    if !hidden.is_empty() {
+    if !news.is_empty() {
         state.live.poke();
     }
-    tracing::info!(event_id = %event.id, guest_id = %id, blocked, hidden = hidden.len(), "guest blocked or unblocked");
+    tracing::info!(event_id = %event.id, guest_id = %id, ?change, announced = news.len(), "guest blocked or unblocked");
     Ok(response)
 }
 
@@ -222,7 +257,7 @@ refusals!(BlockedGuestsRefusals {
 });
 
 refusals!(BlockGuestRefusals {
-    400 => problem("`invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters.", &[InvalidIdempotencyKey, InvalidRequest]),
+    400 => problem("`invalid_idempotency_key`: the `Idempotency-Key` is not 1–255 printable ASCII characters. `invalid_request`: unblocking with a `show_photos` that is not `true` or `false`.", &[InvalidIdempotencyKey, InvalidRequest]),
     401 => shared("Unauthenticated"),
     403 => or_cross_origin("`forbidden`: a guest, or the organiser of another event.", &[Forbidden]),
     404 => problem("Not a UUID, or no such guest of this event.", &[NotFound]),

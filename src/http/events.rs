@@ -18,7 +18,7 @@ use super::views::{EventJson, HostGallery, HostModesJson};
 use crate::db::events::{EventChange, EventRow};
 use crate::domain::{EventName, EventSlug, Gallery, OrganiserPassword};
 use crate::error::{ApiError, ApiResult};
-use crate::events::{self, EventError, NewEvent};
+use crate::events::{self, NewEvent};
 use crate::http::AppState;
 
 pub fn routes(keyed: &Keyed) -> OpenApiRouter<AppState> {
@@ -283,13 +283,3 @@ refusals!(ChangeEventRefusals {
 refusals!(ShowEventRefusals {
     404 => shared("EventNotFound"),
 });
-
-/// An event that was not created, as the API answers it.
-impl From<EventError> for ApiError {
-    fn from(e: EventError) -> Self {
-        match e {
-            EventError::Negative(_) => ApiError::InvalidRequest(e.to_string()),
-            EventError::Internal(e) => ApiError::Internal(e),
-        }
-    }
-}

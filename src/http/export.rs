@@ -1,5 +1,6 @@
 //! `export.zip`: the organiser takes the event's visible originals home, one entry each (and the
-//! hidden ones, or those waiting for approval, too, on request).
+//! hidden ones, or those waiting for approval, too, on request), and the guestbook as
+//! `guestbook.txt` (`export::guestbook`).
 //!
 //! The archive is written while it is sent: a task reads the uploads a page at a time, streams
 //! each original from storage into a ZIP entry (stored, not compressed: photos do not shrink)
@@ -75,7 +76,10 @@ fn flag(name: &str, value: Option<&str>) -> ApiResult<bool> {
 /// bytes; ` (2)`, ` (3)`… when two would have the same name, compared case-insensitively, dated by `taken_at`, else
 /// `created_at`. ZIP64 records are written when the archive passes 4 GiB. The archive is written while it is sent
 /// (no `Content-Length`); should reading an original fail midway, the download ends early without the ZIP's central
-/// directory, so an incomplete archive never looks complete.
+/// directory, so an incomplete archive never looks complete. While the guestbook holds a message the export
+/// includes (by the same two parameters), the first entry is `guestbook.txt`: UTF-8 with a byte order mark, CRLF
+/// line ends, a heading, then one entry per message, oldest first, its time (UTC) and writer on one line and its
+/// lines indented by four spaces.
 #[utoipa::path(
     get,
     path = "/api/v1/events/{slug}/export.zip",
@@ -106,9 +110,9 @@ async fn export(
     };
     let (writer, reader) = tokio::io::duplex(PIPE_BYTES);
     let (outcome, failed) = tokio::sync::oneshot::channel::<std::io::Error>();
-    let event_id = event.id;
+    let (event_id, event_name) = (event.id, event.name.clone());
     tokio::spawn(async move {
-        match write_archive(&state, event_id, include, writer).await {
+        match write_archive(&state, event_id, &event_name, include, writer).await {
             Ok(entries) => {
                 tracing::info!(%event_id, entries, include_hidden = include.hidden, include_pending = include.pending, "export sent")
             }
@@ -136,17 +140,23 @@ async fn export(
     Ok(response)
 }
 
-/// Writes every visible original of the event (and the hidden or pending ones when asked); returns how many.
+/// Writes the guestbook and every visible original of the event (and the hidden or pending ones when asked);
+/// returns how many entries.
 async fn write_archive(
     state: &AppState,
     event_id: Uuid,
+    event_name: &str,
     include: ExportExtras,
     pipe: DuplexStream,
 ) -> anyhow::Result<usize> {
     let mut zip = ZipFileWriter::with_tokio(pipe);
     let mut names = EntryNames::default();
-    let mut after = None;
+    names.taken.insert(guestbook::NAME.to_owned());
     let mut entries = 0;
+    if guestbook::write(state, event_id, event_name, include, &mut zip).await? > 0 {
+        entries += 1;
+    }
+    let mut after = None;
     loop {
         let page = state.db.export_page(event_id, after, PAGE, include).await?;
         let Some(last) = page.last() else {
@@ -287,6 +297,8 @@ fn extension(content_type: &str) -> &'static str {
         _ => "bin",
     }
 }
+
+mod guestbook;
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! `live`: a server-sent event stream for slideshows. `upload` (the Upload) when one becomes
-//! visible, `removed` (`{"id"}`) when one is hidden or deleted; each listener hears what it may
+//! visible, `removed` (`{"id"}`) when one is hidden or deleted; `guestbook` (the message) and
+//! `guestbook_removed` (`{"id"}`) likewise for the guestbook. Each listener hears what it may
 //! see, read live when the news arrives. The stream ends when the server stops.
 
 use std::convert::Infallible;
@@ -16,6 +17,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::extract::Viewer;
+use super::guestbook::{MessageJson, visible_message};
 use super::openapi::{SlugParam, refusals, schemas};
 use super::uploads::visible_upload;
 use super::views::UploadJson;
@@ -38,6 +40,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
 ///   arrives): an upload became `ready`, or a `ready` upload was shown again by the organiser. Uploads hidden or
 ///   gone again by then are left out; a failed upload is never announced.
 /// - `event: removed`, `data:` `{"id":"<upload id>"}`: an upload was hidden or deleted.
+/// - `event: guestbook`, `data:` the GuestbookMessage as JSON, as this listener may see it: a message was written,
+///   approved or shown again (one waiting for approval reaches only its writer and the organiser).
+/// - `event: guestbook_removed`, `data:` `{"id":"<message id>"}`: a message was hidden or deleted.
 /// - A comment line (`:`) after 15 s without news keeps the connection open.
 ///
 /// Events carry no `id:`; a reconnecting client reloads the listing instead of resuming. A listener who has just
@@ -111,9 +116,21 @@ impl Listener {
                 Err(RecvError::Closed) => return None,
             };
             match news.kind {
-                LiveKind::Removed => {
-                    return Some(Event::default().event("removed").data(json!({ "id": news.upload_id }).to_string()));
+                LiveKind::Removed | LiveKind::MessageRemoved => {
+                    let id = json!({ "id": news.upload_id }).to_string();
+                    return Some(Event::default().event(news.kind.as_str()).data(id));
                 }
+                LiveKind::Message if !self.screen_still_open().await => return None,
+                // Read now, as this listener may see it (waiting messages reach their writer and the organiser).
+                LiveKind::Message => match visible_message(&self.state, &self.viewer, news.upload_id).await {
+                    Ok(row) if !row.hidden => {
+                        match Event::default().event("guestbook").json_data(MessageJson::new(&row)) {
+                            Ok(event) => return Some(event),
+                            Err(e) => tracing::warn!(error = %e, "could not encode live news"),
+                        }
+                    }
+                    _ => {}
+                },
                 // A screen whose link was revoked or replaced since the stream began sees no more.
                 LiveKind::Upload if !self.screen_still_open().await => return None,
                 // Read now, as this listener may see it: it may be hidden or gone again already.

@@ -14,10 +14,12 @@ pub mod events;
 pub mod export;
 pub mod extract;
 pub mod gallery;
+pub mod guestbook;
 pub mod guests;
 pub mod idempotency;
 pub mod live;
 pub mod media;
+pub mod moderation;
 pub mod multipart;
 pub mod negotiate;
 pub mod openapi;
@@ -59,11 +61,13 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(resumable::routes())
         .merge(gallery::routes())
         .merge(reactions::routes(&keyed))
+        .merge(guestbook::routes(&keyed))
         .merge(export::routes())
         .merge(live::routes())
         .merge(media::routes())
         .merge(co_organisers::routes(&keyed))
         .merge(blocks::routes(&keyed))
+        .merge(moderation::routes(&keyed))
         .merge(restore::routes(&keyed))
         .merge(screens::routes(&keyed))
         .split_for_parts();

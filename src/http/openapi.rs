@@ -43,6 +43,7 @@ const PROBLEM_JSON: &str = "application/problem+json";
         (name = "uploads", description = "Deduplicated uploads, listing, reading, hiding and deleting."),
         (name = "media", description = "Media bytes: originals, thumbnails, previews, and the event's export."),
         (name = "reactions", description = "Guests like and comment on each other's photos."),
+        (name = "guestbook", description = "Short messages guests leave for the hosts, moderated like photos."),
         (name = "live", description = "The live event stream a slideshow follows."),
     ),
     components(schemas(Problem, ErrorCode)),
@@ -338,8 +339,8 @@ pub mod schemas {
         /// A ZIP archive.
         Zip => bytes("application/zip")
     );
-    /// Server-sent events, described by their events: the stream is a sequence of `LiveUploadEvent` and
-    /// `LiveRemovedEvent` (each an `event:` line and a `data:` line holding its `data` as JSON, ended by a blank
+    /// Server-sent events, described by their events: the stream is a sequence of `LiveUploadEvent`,
+    /// `LiveRemovedEvent`, `LiveGuestbookEvent` and `LiveGuestbookRemovedEvent` (each an `event:` line and a `data:` line holding its `data` as JSON, ended by a blank
     /// line), with comment lines between them that keep the connection open.
     pub struct EventStream;
 
@@ -348,7 +349,9 @@ pub mod schemas {
             use utoipa::openapi::{ArrayBuilder, OneOfBuilder, Ref};
             let one = OneOfBuilder::new()
                 .item(Ref::from_schema_name("LiveUploadEvent"))
-                .item(Ref::from_schema_name("LiveRemovedEvent"));
+                .item(Ref::from_schema_name("LiveRemovedEvent"))
+                .item(Ref::from_schema_name("LiveGuestbookEvent"))
+                .item(Ref::from_schema_name("LiveGuestbookRemovedEvent"));
             let description = format!("{EVENT_STREAM}\n\n```\n{EVENT_STREAM_EXAMPLE}```");
             ArrayBuilder::new().items(one).description(Some(description)).into()
         }
@@ -366,7 +369,7 @@ pub mod schemas {
                     .required("data")
                     .into()
             };
-            let removed = ObjectBuilder::new()
+            let removed: RefOr<Schema> = ObjectBuilder::new()
                 .property(
                     "id",
                     ObjectBuilder::new()
@@ -385,7 +388,28 @@ pub mod schemas {
             ));
             schemas.push((
                 "LiveRemovedEvent".into(),
-                event("removed", "`event: removed`: an upload was hidden or deleted; `data:` its id.", removed),
+                event("removed", "`event: removed`: an upload was hidden or deleted; `data:` its id.", removed.clone()),
+            ));
+            schemas.push((
+                "LiveGuestbookEvent".into(),
+                event(
+                    "guestbook",
+                    "`event: guestbook`: a guestbook message was written, approved or shown again; `data:` the message as this listener may see it.",
+                    Ref::from_schema_name("GuestbookMessage").into(),
+                ),
+            ));
+            schemas.push((
+                "LiveGuestbookRemovedEvent".into(),
+                event(
+                    "guestbook_removed",
+                    "`event: guestbook_removed`: a guestbook message was hidden or deleted; `data:` its id.",
+                    removed,
+                ),
+            ));
+            <crate::http::guestbook::MessageJson as utoipa::ToSchema>::schemas(schemas);
+            schemas.push((
+                "GuestbookMessage".into(),
+                <crate::http::guestbook::MessageJson as utoipa::PartialSchema>::schema(),
             ));
             <crate::http::views::UploadJson as utoipa::ToSchema>::schemas(schemas);
             schemas.push(("Upload".into(), <crate::http::views::UploadJson as utoipa::PartialSchema>::schema()));
@@ -418,7 +442,7 @@ pub mod schemas {
     }
 
     const METRICS_EXAMPLE: &str = "# HELP confetti_idempotency_executions_total writes that claimed a key and ran\n# TYPE confetti_idempotency_executions_total counter\nconfetti_idempotency_executions_total 0\n# HELP confetti_idempotency_replays_total recorded answers replayed\n# TYPE confetti_idempotency_replays_total counter\nconfetti_idempotency_replays_total 0\n# HELP confetti_idempotency_mismatches_total keys reused with another request (422)\n# TYPE confetti_idempotency_mismatches_total counter\nconfetti_idempotency_mismatches_total 0\n# HELP confetti_idempotency_in_flight_total attempts answered 409 while the key was held\n# TYPE confetti_idempotency_in_flight_total counter\nconfetti_idempotency_in_flight_total 0\n# HELP confetti_idempotency_takeovers_total claims taken over after their lease expired\n# TYPE confetti_idempotency_takeovers_total counter\nconfetti_idempotency_takeovers_total 0\n# HELP confetti_idempotency_released_total keys released after a refusal or failure\n# TYPE confetti_idempotency_released_total counter\nconfetti_idempotency_released_total 0\n# HELP confetti_idempotency_swept_total completed keys forgotten after the retention\n# TYPE confetti_idempotency_swept_total counter\nconfetti_idempotency_swept_total 0\n";
-    const EVENT_STREAM: &str = "A `text/event-stream`, read as the sequence of its events (the items here, in the order sent): each is an `event:` line naming it (`upload` or `removed`) and one `data:` line holding the item's `data` as JSON, ended by a blank line. Comment lines (`:`) keep the connection open and carry nothing. No event has an `id:`.";
+    const EVENT_STREAM: &str = "A `text/event-stream`, read as the sequence of its events (the items here, in the order sent): each is an `event:` line naming it (`upload`, `removed`, `guestbook` or `guestbook_removed`) and one `data:` line holding the item's `data` as JSON, ended by a blank line. Comment lines (`:`) keep the connection open and carry nothing. No event has an `id:`.";
     const EVENT_STREAM_EXAMPLE: &str = "event: upload\ndata: {\"id\":\"0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f\",\"event\":\"hochzeit-anna-ben-x7k2\",\"status\":\"ready\",…}\n\nevent: removed\ndata: {\"id\":\"0190a5a8-5e2b-7c3d-8e4f-1a2b3c4d5e6f\"}\n\n";
 }
 

@@ -31,9 +31,7 @@ use crate::domain::{Caption, ClientUploadId, FileName};
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
 use crate::ingest::Ingested;
-use crate::resumable::{
-    AppendOutcome, Appended, Created, Creation, Piece, ResumableError, Status, completes_at_length,
-};
+use crate::resumable::{AppendOutcome, Appended, Created, Creation, Piece, Status, completes_at_length};
 
 const UPLOAD_OFFSET: HeaderName = HeaderName::from_static("upload-offset");
 const UPLOAD_COMPLETE: HeaderName = HeaderName::from_static("upload-complete");
@@ -183,7 +181,7 @@ async fn resumable_offset(
     let mut response = StatusCode::NO_CONTENT.into_response();
     let out = response.headers_mut();
     out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    match resumable.status(&guest, id).await.map_err(problem)? {
+    match resumable.status(&guest, id).await? {
         Status::Open(row) => {
             insert(out, UPLOAD_OFFSET, &row.upload_offset.to_string());
             out.insert(UPLOAD_COMPLETE, HeaderValue::from_static("?0"));
@@ -271,7 +269,7 @@ async fn cancel_resumable(
     Path((slug, id)): Path<(String, String)>,
 ) -> ApiResult<Response> {
     let (resumable, id) = resource(&state, &guest, &slug, &id)?;
-    resumable.cancel(&guest, id).await.map_err(problem)?;
+    resumable.cancel(&guest, id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -347,13 +345,8 @@ fn appended_response(state: &AppState, outcome: AppendOutcome<BodyDataStream>, l
             response
         }
         Ok(Appended::Stored(ingested)) => stored(*ingested),
-        // Stopped at the disk's floor: what was kept, for the client to resume from later.
-        Err(ResumableError::InsufficientStorage { offset }) => {
-            let mut response = ApiError::InsufficientStorage.into_response();
-            insert(response.headers_mut(), UPLOAD_OFFSET, &offset.to_string());
-            response
-        }
-        Err(e) => problem(e).into_response(),
+        // Stopped at the disk's floor, among others: `Upload-Offset` says what was kept.
+        Err(e) => ApiError::from(e).into_response(),
     };
     if let Some(body) = outcome.unread {
         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -378,21 +371,6 @@ fn stored(ingested: Ingested) -> Response {
         insert(out, header::LOCATION, &format!("/api/v1/uploads/{}", row.id));
     }
     response
-}
-
-fn problem(e: ResumableError) -> ApiError {
-    match e {
-        ResumableError::NotFound => ApiError::NotFound,
-        ResumableError::UploadBusy { offset } => ApiError::UploadBusy { offset },
-        ResumableError::UploadOffsetMismatch { expected, provided } => {
-            ApiError::UploadOffsetMismatch { expected, provided }
-        }
-        ResumableError::InconsistentUploadLength(why) => ApiError::InconsistentUploadLength(why),
-        // Nobody reads this answer: the client is gone.
-        ResumableError::Cut => ApiError::InvalidRequest("the request was cut short; its bytes are kept".into()),
-        ResumableError::InsufficientStorage { .. } => ApiError::InsufficientStorage,
-        ResumableError::Refused(refusal) => refusal.into(),
-    }
 }
 
 /// `Upload-Limit`: the size limit and the time left, named as the resource's draft names it.

@@ -1,7 +1,6 @@
 //! The transport of the one-request upload: its multipart body read as the use case's parts
 //! (`MultipartParts`), `Expect: 100-continue`, draining what is not read, and the answer that
-//! closes the connection while the body is still arriving. Also the one place where the use
-//! case's refusals become the contract's problems (`From<IngestError> for ApiError`).
+//! closes the connection while the body is still arriving.
 
 use std::sync::Arc;
 
@@ -134,8 +133,8 @@ fn parts_error(e: MultipartError) -> PartsError {
 /// A body that is not multipart at all.
 fn multipart_refusal(e: MultipartError, max_upload_bytes: u64) -> ApiError {
     match e {
-        MultipartError::TooLarge => ApiError::FileTooLarge { limit_bytes: max_upload_bytes },
-        MultipartError::Malformed(why) | MultipartError::Transport(why) => ApiError::InvalidMultipart(why),
+        MultipartError::TooLarge => IngestError::FileTooLarge { limit_bytes: max_upload_bytes }.into(),
+        MultipartError::Malformed(why) | MultipartError::Transport(why) => IngestError::InvalidMultipart(why).into(),
     }
 }
 
@@ -150,78 +149,6 @@ async fn drain_body(mut body: BodyDataStream, mut budget: u64) -> Option<BodyDat
                 None => return Some(body),
             },
             Some(Err(_)) => return Some(body),
-        }
-    }
-}
-
-/// The use case's refusals as the contract names them.
-impl From<IngestError> for ApiError {
-    fn from(e: IngestError) -> Self {
-        match e {
-            IngestError::UploadsClosed => ApiError::UploadsClosed,
-            IngestError::UploadsNotOpenYet(opens_at) => ApiError::UploadsNotOpenYet(opens_at),
-            IngestError::UploadsEnded(closed_at) => ApiError::UploadsEnded(closed_at),
-            IngestError::GuestBlocked => ApiError::GuestBlocked,
-            IngestError::QuotaExceeded { quota_bytes, remaining_bytes } => {
-                ApiError::QuotaExceeded { quota_bytes, remaining_bytes }
-            }
-            IngestError::EventStorageFull { cap_bytes, remaining_bytes } => {
-                ApiError::EventStorageFull { cap_bytes, remaining_bytes }
-            }
-            IngestError::FileTooLarge { limit_bytes } => ApiError::FileTooLarge { limit_bytes },
-            IngestError::UnsupportedMediaType(why) => ApiError::UnsupportedMediaType(why),
-            IngestError::ImageTooLarge { pixels, limit } => ApiError::ImageTooLarge { pixels, limit },
-            IngestError::VideoTooLong { duration_s, limit_s } => ApiError::VideoTooLong { duration_s, limit_s },
-            IngestError::InsufficientStorage => ApiError::InsufficientStorage,
-            IngestError::ClientUploadIdConflict => ApiError::ClientUploadIdConflict,
-            IngestError::ClientUploadIdReused(why) => ApiError::ClientUploadIdReused(why),
-            IngestError::UploadDeleted => ApiError::UploadDeleted,
-            IngestError::IdempotencyKeyMismatch => ApiError::IdempotencyKeyMismatch,
-            IngestError::InvalidClientUploadId => ApiError::InvalidClientUploadId,
-            IngestError::InvalidCaption(why) => ApiError::InvalidCaption(why),
-            IngestError::MissingFile => ApiError::MissingFile,
-            IngestError::InvalidMultipart(why) => ApiError::InvalidMultipart(why),
-            IngestError::Internal(e) => ApiError::Internal(e),
-            // Answered from what is stored by the resumable upload before it gets here.
-            IngestError::Superseded => ApiError::Internal(anyhow::anyhow!("{e}")),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The table above keeps each refusal's code, the one its variant declares.
-    #[test]
-    fn every_ingest_refusal_keeps_its_code_on_the_wire() {
-        let now = chrono::Utc::now();
-        let refusals = [
-            IngestError::UploadsClosed,
-            IngestError::UploadsNotOpenYet(now),
-            IngestError::UploadsEnded(now),
-            IngestError::GuestBlocked,
-            IngestError::QuotaExceeded { quota_bytes: 10, remaining_bytes: 1 },
-            IngestError::EventStorageFull { cap_bytes: 10, remaining_bytes: 1 },
-            IngestError::FileTooLarge { limit_bytes: 10 },
-            IngestError::UnsupportedMediaType("text".into()),
-            IngestError::ImageTooLarge { pixels: 10, limit: 1 },
-            IngestError::VideoTooLong { duration_s: 10, limit_s: 1 },
-            IngestError::InsufficientStorage,
-            IngestError::ClientUploadIdConflict,
-            IngestError::ClientUploadIdReused("caption".into()),
-            IngestError::UploadDeleted,
-            IngestError::IdempotencyKeyMismatch,
-            IngestError::InvalidClientUploadId,
-            IngestError::InvalidCaption("long".into()),
-            IngestError::MissingFile,
-            IngestError::InvalidMultipart("parts".into()),
-            IngestError::Superseded,
-            IngestError::Internal(anyhow::anyhow!("disk")),
-        ];
-        for refusal in refusals {
-            let (code, said) = (refusal.code(), refusal.to_string());
-            assert_eq!(ApiError::from(refusal).code(), code, "{said}");
         }
     }
 }

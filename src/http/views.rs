@@ -210,9 +210,17 @@ pub struct UploadJson {
     /// As displayed (EXIF orientation applied).
     #[schema(minimum = 0)]
     pub height: i32,
-    /// From the photo's EXIF, when it says.
+    /// When it was taken, as its file says: a photo's EXIF `DateTimeOriginal` (with `OffsetTimeOriginal`, else
+    /// `OffsetTime`; without either it is read as UTC), a video's movie header (MP4, MOV). Null when the file says
+    /// nothing, or a time after its upload.
     #[schema(required = true, format = DateTime)]
     pub taken_at: Option<String>,
+    /// When it was taken as far as the server can tell: `taken_at`, else the upload time (`created_at`); never after
+    /// the upload. The order of `order=taken` listings.
+    #[schema(format = DateTime)]
+    pub captured_at: String,
+    #[schema(schema_with = captured_from)]
+    pub captured_from: &'static str,
     #[schema(format = DateTime)]
     pub created_at: String,
     #[schema(schema_with = upload_status)]
@@ -238,6 +246,13 @@ pub struct UploadJson {
     /// out of its memory or time twice); null otherwise.
     #[schema(required = true, max_length = 500, examples("the decoder crashed on this file (signal 11)"))]
     pub failure: Option<String>,
+    /// Whether the organiser rejected it: hidden (`status` `hidden`) with a reason for its uploader. Showing or
+    /// approving it again lifts the rejection. Only the organiser and its uploader ever see a hidden upload.
+    pub rejected: bool,
+    /// Why the organiser rejected it, for its uploader's eyes; null when it is not rejected or was rejected without
+    /// a reason.
+    #[schema(required = true, max_length = 200, examples("Please no photos of the children"))]
+    pub rejected_reason: Option<String>,
 }
 
 /// `status`: the processing states, and `hidden` over them.
@@ -256,6 +271,14 @@ fn upload_kind() -> utoipa::openapi::Object {
         .schema_type(utoipa::openapi::Type::String)
         .enum_values(Some(["photo", "video"]))
         .description(Some("`photo` or `video`, sniffed from the bytes."))
+        .build()
+}
+
+fn captured_from() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["exif", "video", "upload"]))
+        .description(Some("Where `captured_at` comes from: `exif` (the photo's EXIF), `video` (the video's movie header), `upload` (the file says nothing usable: the upload time)."))
         .build()
 }
 
@@ -289,6 +312,8 @@ impl UploadJson {
             width: row.width,
             height: row.height,
             taken_at: row.taken_at.map(rfc3339),
+            captured_at: rfc3339(row.captured_at),
+            captured_from: row.captured_from.as_str(),
             created_at: rfc3339(row.created_at),
             status: if row.hidden { "hidden".into() } else { row.status.as_str().into() },
             review: row.review.as_str(),
@@ -302,6 +327,8 @@ impl UploadJson {
             },
             placeholder: row.placeholder.as_deref().filter(|_| ready).map(|hash| STANDARD.encode(hash)),
             failure: row.failure.clone().filter(|_| row.status == UploadStatus::Failed),
+            rejected: row.rejected_reason.is_some(),
+            rejected_reason: row.rejected_reason.clone().filter(|reason| !reason.is_empty()),
         }
     }
 }

@@ -1,8 +1,10 @@
 //! `IngestError`: every way the upload use case refuses or fails, as values, each named as the
-//! contract names it and with its code beside it. The HTTP layer maps each to the contract's
-//! problem in one place (`http::upload_parts`).
+//! contract names it, with its code beside it and its text the problem's `detail`: the API
+//! answers it as it is (`ApiError::Ingest`), so a new refusal is its line here (and, for a new
+//! code, its line in `ErrorCode`).
 
 use crate::db::guests::UploadsShut;
+use crate::domain::rfc3339;
 use crate::error::coded;
 
 coded! {
@@ -12,16 +14,16 @@ pub enum IngestError {
     #[error("uploads are closed for this event")]
     UploadsClosed => UploadsClosed,
     /// The event's upload window begins at this moment.
-    #[error("uploads for this event open at {0}")]
+    #[error("uploads for this event open at {}", rfc3339(*.0))]
     UploadsNotOpenYet(chrono::DateTime<chrono::Utc>) => UploadsClosed,
     /// The event's upload window ended at this moment.
-    #[error("uploads for this event closed at {0}")]
+    #[error("uploads for this event closed at {}", rfc3339(*.0))]
     UploadsEnded(chrono::DateTime<chrono::Utc>) => UploadsClosed,
-    #[error("the hosts have stopped this guest's uploads")]
+    #[error("the hosts have stopped your uploads")]
     GuestBlocked => GuestBlocked,
-    #[error("the guest's quota is used up: {remaining_bytes} of {quota_bytes} bytes left")]
+    #[error("your quota is used up: {remaining_bytes} of {quota_bytes} bytes left")]
     QuotaExceeded { quota_bytes: i64, remaining_bytes: i64 } => QuotaExceeded,
-    #[error("the event's storage is full: {remaining_bytes} of {cap_bytes} bytes left")]
+    #[error("this event's storage is full: {remaining_bytes} of {cap_bytes} bytes left for all guests together")]
     EventStorageFull { cap_bytes: i64, remaining_bytes: i64 } => EventStorageFull,
     #[error("the file is larger than the limit of {limit_bytes} bytes")]
     FileTooLarge { limit_bytes: u64 } => FileTooLarge,
@@ -29,9 +31,9 @@ pub enum IngestError {
     UnsupportedMediaType(String) => UnsupportedMediaType,
     #[error("the image declares {pixels} pixels; the limit is {limit}")]
     ImageTooLarge { pixels: u64, limit: u64 } => ImageTooLarge,
-    #[error("the video lasts {duration_s} s; the limit is {limit_s} s")]
+    #[error("the video lasts {duration_s} seconds; the limit is {limit_s} seconds")]
     VideoTooLong { duration_s: u64, limit_s: u64 } => VideoTooLong,
-    #[error("the photo store's disk is below its free-space floor")]
+    #[error("the server is running out of disk space; uploads are paused until its operator makes room")]
     InsufficientStorage => InsufficientStorage,
     /// The key is another guest's.
     #[error("this upload id is already used by another upload")]
@@ -43,16 +45,16 @@ pub enum IngestError {
     #[error("this photo was deleted; it is not stored again")]
     UploadDeleted => UploadDeleted,
     /// Two different keys in one request.
-    #[error("the request names two different upload ids")]
+    #[error("the Idempotency-Key header and the `client_upload_id` part name different uploads")]
     IdempotencyKeyMismatch => IdempotencyKeyMismatch,
     #[error("`client_upload_id` must be a UUID")]
     InvalidClientUploadId => InvalidClientUploadId,
     #[error("{0}")]
     InvalidCaption(String) => InvalidCaption,
-    #[error("the upload has no file")]
+    #[error("the request has no `file` part")]
     MissingFile => MissingFile,
     /// The parts cannot be read, or there are two files.
-    #[error("the upload's parts cannot be read: {0}")]
+    #[error("the request body is not valid multipart/form-data: {0}")]
     InvalidMultipart(String) => InvalidMultipart,
     /// A resumable upload's lease is no longer the completing request's (taken over,
     /// cancelled, or completed by another request): nothing was committed, the holder decides.

@@ -11,7 +11,7 @@ use crate::blobs::BlobKey;
 use crate::db::blob_jobs::{BlobJob, BlobJobKind};
 use crate::db::guests::GuestRow;
 use crate::db::uploads::{NewUpload, UploadRow};
-use crate::domain::{Caption, ClientUploadId, Gallery, Review, UploadStatus};
+use crate::domain::{Caption, Captured, ClientUploadId, Gallery, Review, UploadStatus};
 use crate::media::{self, ProbeError};
 
 /// How often a request that is storing a file reads the disk's free space again: a fast client
@@ -39,6 +39,8 @@ impl Upload {
             Key::Unknown => None,
             Key::Replay(..) => return Err(anyhow::anyhow!("a replay reached the insert").into()),
         };
+        let created_at = Utc::now();
+        let captured = Captured::decide(probe.taken_at, probe.taken_from, created_at);
         let new = NewUpload {
             id: received.upload_id,
             event_id: self.guest.event_id,
@@ -51,8 +53,10 @@ impl Upload {
             sha256: received.sha256.clone(),
             width: i32::try_from(probe.width).unwrap_or(i32::MAX),
             height: i32::try_from(probe.height).unwrap_or(i32::MAX),
-            taken_at: probe.taken_at,
-            created_at: Utc::now(),
+            taken_at: captured.taken_at,
+            captured_at: captured.at,
+            captured_from: captured.source,
+            created_at,
             kind: probe.kind,
             duration_ms: probe.duration_ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX)),
         };
@@ -245,6 +249,8 @@ fn written_row(guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
         width: new.width,
         height: new.height,
         taken_at: new.taken_at,
+        captured_at: new.captured_at,
+        captured_from: new.captured_from,
         created_at: new.created_at,
         status: UploadStatus::Processing,
         hidden: false,
@@ -263,5 +269,6 @@ fn written_row(guest: &GuestRow, new: NewUpload, review: Review) -> UploadRow {
         duration_ms: new.duration_ms,
         poster: false,
         failure: None,
+        rejected_reason: None,
     }
 }

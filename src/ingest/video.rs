@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use super::store::MAX_PROBE_BYTES;
 use super::{Ingest, IngestError, Received};
-use crate::domain::MediaKind;
+use crate::domain::{CaptureSource, MediaKind};
 use crate::media::video::{self, Container, ContainerSniff, VideoError, VideoProbe};
 
 /// A movie header larger than this is refused: a ten-minute phone video's is about 1 MB, and the
@@ -23,7 +23,9 @@ pub(super) struct Probed {
     pub content_type: &'static str,
     pub width: u32,
     pub height: u32,
+    /// The time the file says it was taken, and where it says so (EXIF, the video's header).
     pub taken_at: Option<DateTime<Utc>>,
+    pub taken_from: CaptureSource,
     pub duration_ms: Option<u64>,
 }
 
@@ -38,6 +40,7 @@ impl Ingest {
                 width: probe.width,
                 height: probe.height,
                 taken_at: probe.taken_at,
+                taken_from: CaptureSource::Exif,
                 duration_ms: None,
             });
         }
@@ -49,7 +52,8 @@ impl Ingest {
             content_type: probe.container.mime(),
             width: probe.width,
             height: probe.height,
-            taken_at: None,
+            taken_at: probe.created,
+            taken_from: CaptureSource::Video,
             duration_ms: probe.duration_ms,
         })
     }

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::blobs::{BlobKey, BlobStore};
 use crate::db::Db;
-use crate::db::blob_jobs::{BlobJob, BlobJobKind};
+use crate::db::blob_jobs::{BlobJob, BlobJobKind, JOBS};
 
 /// How long a holder has before another worker may take its job over.
 pub const LEASE: Duration = Duration::from_secs(2 * 60);
@@ -53,15 +53,17 @@ impl BlobJobs {
     #[tracing::instrument(skip_all, fields(upload_id = %job.upload_id, kind = job.kind.as_str(), attempt = job.attempts))]
     pub async fn run(&self, job: BlobJob) {
         match self.work(&job).await {
+            // A lease lost meanwhile ends nothing: its new holder does the same work again,
+            // which is harmless.
             Ok(()) => {
-                if let Err(e) = self.db.finish_blob_job(&job).await {
+                if let Err(e) = self.db.finish_job(&JOBS, &job).await {
                     tracing::warn!(error = %e, "could not end a blob job that is done; it will run again");
                 }
             }
             Err(e) => {
                 let backoff = Duration::from_secs(1 << (job.attempts.clamp(1, 16) - 1)).min(MAX_BACKOFF);
                 tracing::warn!(error = %e, retry_in_s = backoff.as_secs(), "blob job failed; will retry");
-                if let Err(e) = self.db.retry_blob_job(&job, Utc::now() + backoff, &e.to_string()).await {
+                if let Err(e) = self.db.retry_job(&JOBS, &job, Utc::now() + backoff, &e.to_string()).await {
                     tracing::warn!(error = %e, "could not give a blob job back; its lease will end");
                 }
             }
@@ -113,7 +115,7 @@ impl BlobJobs {
 
     async fn work_loop(&self) {
         while !self.db.is_closed() && !self.stopping.is_cancelled() {
-            match self.db.claim_blob_job(self.claim()).await {
+            match self.db.claim_job(&JOBS, self.claim()).await {
                 Ok(Some(job)) => self.run(job).await,
                 Ok(None) => {
                     tokio::select! {

@@ -28,7 +28,7 @@ use uuid::Uuid;
 use crate::blobs::{BlobKey, BlobStore};
 use crate::db::Db;
 use crate::db::blob_jobs::BlobJobKind;
-use crate::db::derivatives::{ClaimedJob, Made};
+use crate::db::derivatives::{ClaimedJob, JOBS, Made};
 use crate::db::live::LiveKind;
 use crate::db::uploads::UploadRow;
 use crate::domain::{MediaKind, UploadStatus};
@@ -127,7 +127,7 @@ impl DerivativeWorkers {
         let queue = &self.queue;
         while !self.db.is_closed() && !self.stopping.is_cancelled() {
             let lease_until = Utc::now() + queue.lease;
-            match self.db.claim_derivative_job((self.instance, lease_until)).await {
+            match self.db.claim_job(&JOBS, (self.instance, lease_until)).await {
                 Ok(Some(job)) => self.run(job).await,
                 Ok(None) => {
                     tokio::select! {
@@ -171,7 +171,7 @@ impl DerivativeWorkers {
                     retry_in_s = WORKER_RETRY.as_secs(),
                     "the media worker gave no answer; will retry"
                 );
-                if let Err(e) = self.db.retry_derivative_job(&job, Utc::now() + WORKER_RETRY, &reason).await {
+                if let Err(e) = self.db.retry_job(&JOBS, &job, Utc::now() + WORKER_RETRY, &reason).await {
                     tracing::warn!(error = %e, "could not give the job back; its lease will end");
                 }
                 return;
@@ -180,7 +180,7 @@ impl DerivativeWorkers {
             Err(Failure::Passing(e)) if job.attempts < MAX_ATTEMPTS => {
                 let backoff = Duration::from_secs(5 << job.attempts.clamp(0, 10)).min(MAX_BACKOFF);
                 tracing::warn!(error = %e, retry_in_s = backoff.as_secs(), "derivatives failed; will retry");
-                if let Err(e) = self.db.retry_derivative_job(&job, Utc::now() + backoff, &format!("{e:#}")).await {
+                if let Err(e) = self.db.retry_job(&JOBS, &job, Utc::now() + backoff, &format!("{e:#}")).await {
                     tracing::warn!(error = %e, "could not give the job back; its lease will end");
                 }
                 return;
@@ -196,7 +196,7 @@ impl DerivativeWorkers {
     async fn keep_lease(&self, job: &ClaimedJob) {
         let lease = self.queue.lease;
         crate::lease::keep(lease, "a derivative job", || async move {
-            let held = self.db.renew_derivative_job(job, Utc::now() + lease).await?;
+            let held = self.db.renew_job(&JOBS, job, Utc::now() + lease).await?;
             Ok::<_, sqlx::Error>(if held { Renewed::Held } else { Renewed::Lost })
         })
         .await;

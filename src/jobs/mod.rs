@@ -18,6 +18,7 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use crate::db::Db;
+use crate::db::instances::LEASES;
 
 /// Runs `round` at once and then every `period` until the database is closed. A failed round
 /// is logged; the next one tries again.
@@ -40,7 +41,7 @@ where
             }
             if let Some(instance) = one_at_a_time {
                 let until = Utc::now() + chrono::Duration::from_std(period * 2).unwrap_or(chrono::Duration::MAX);
-                match db.take_lease(what, instance, until).await {
+                match db.take_lease(&LEASES, what, instance, until).await {
                     Ok(true) => {}
                     Ok(false) => continue,
                     Err(e) => {

@@ -51,7 +51,8 @@ pub struct Probe {
     pub height: u32,
     /// EXIF orientation, 1 (upright) when absent.
     pub orientation: u16,
-    /// EXIF DateTimeOriginal; with OffsetTimeOriginal when the camera wrote one, else read as UTC.
+    /// EXIF DateTimeOriginal; with OffsetTimeOriginal (else OffsetTime) when the camera wrote
+    /// one, else read as UTC (the server knows no time zone of its own).
     pub taken_at: Option<DateTime<Utc>>,
 }
 
@@ -363,7 +364,9 @@ fn read_exif(raw: &[u8]) -> (u16, Option<DateTime<Utc>>) {
     let taken_at =
         ascii(Tag::DateTimeOriginal).and_then(|raw| {
             let mut dt = exif::DateTime::from_ascii(&raw).ok()?;
-            if let Some(offset) = ascii(Tag::OffsetTimeOriginal) {
+            // The offset of the original's time, else the one of the file's time (cameras that
+            // write only one write the same for both).
+            if let Some(offset) = ascii(Tag::OffsetTimeOriginal).or_else(|| ascii(Tag::OffsetTime)) {
                 let _ = dt.parse_offset(&offset);
             }
             let naive = NaiveDate::from_ymd_opt(i32::from(dt.year), u32::from(dt.month), u32::from(dt.day))?

@@ -1,6 +1,7 @@
 // axe-core on every page a guest, an organiser, a screen and the admin see: the join page, the
-// guest's page (with a photo and a video in the gallery), the lightbox, the dashboard (with a
-// photo waiting for review), the admin's page, the organiser's slideshow and the venue screen.
+// guest's page (with a photo and a video in the gallery, and an entry in the guestbook), the
+// lightbox, the dashboard (with a photo waiting for review), the review view, the gallery's
+// selection mode, the admin's page, the organiser's slideshow and the venue screen.
 // Every rule axe has, the experimental ones too (the accessible name of a control must hold its
 // visible words, WCAG 2.5.3). No violation may be left; the counts per page are printed.
 
@@ -39,6 +40,9 @@ for (const backend of backends()) {
       const event = await server.createEvent({ name: 'Sommerfest am See' });
       const anna = await guestOf(server, event, 'Anna');
       await uploadPhoto(server, event, anna, f.photos[0]);
+      // The guestbook on the guest's page and the dashboard, with an entry.
+      const entry = await server.call('POST', `/api/v1/events/${event.slug}/guestbook`, { token: anna, body: { text: 'Alles Gute euch beiden!' } });
+      assert.equal(entry.status, 201);
       const form = new FormData();
       form.append('file', new Blob([fs.readFileSync(clip())], { type: 'video/mp4' }), 'clip.mp4');
       const video = await fetch(`${server.base}/api/v1/events/${event.slug}/uploads`, { method: 'POST', headers: { Authorization: `Bearer ${anna}` }, body: form });
@@ -58,6 +62,7 @@ for (const backend of backends()) {
 
           await join(page, event, 'Ben');
           await page.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile[data-picture=thumb]').length >= 2, null, { timeout: 30_000 });
+          await page.locator('[data-testid=guestbook] .guestbook-item').first().waitFor();
           report[`guest ${at}`] = await axe(page);
 
           await page.locator('[data-testid=gallery] .tile .tile-open').first().click();
@@ -73,6 +78,18 @@ for (const backend of backends()) {
           await host.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile').length >= 3, null, { timeout: 30_000 });
           await unfold(host.locator('[data-testid=screen-link-card]'));
           report[`dashboard ${at}`] = await axe(host);
+
+          await host.click('[data-testid=pending] button[data-action=review-open]');
+          await host.locator('dialog.review[open] img.review-img').waitFor();
+          report[`review ${at}`] = await axe(host);
+          await host.keyboard.press('Escape');
+          await host.locator('dialog.review[open]').waitFor({ state: 'detached' });
+
+          await host.click('button[data-action=select-mode]');
+          await host.click('button[data-action=select-waiting]');
+          await host.waitForFunction(() => document.querySelectorAll('[data-testid=gallery] .tile.selected').length === 1);
+          report[`selection ${at}`] = await axe(host);
+          await host.click('button[data-action=select-mode]');
 
           await host.click('button[data-action=slideshow]');
           await host.locator('[data-testid=slideshow]').waitFor({ state: 'visible' });

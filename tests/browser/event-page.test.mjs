@@ -55,11 +55,14 @@ for (const backend of backends()) {
       await page.locator('#welcome_text').fill(WELCOME);
       await page.locator('[data-action=save-welcome]').click();
       await page.waitForFunction(() => document.querySelector('[data-testid=page-note]')?.textContent === 'Gespeichert.');
-      await page.locator(`.tile[data-upload-id="${upload.id}"] [data-action=set-cover]`).click();
+      // "Set as cover" is in the photo's lightbox (tiles carry no buttons of their own).
+      await page.locator(`.tile[data-upload-id="${upload.id}"] .tile-open`).click();
+      await page.locator('dialog.lightbox[open] [data-action=set-cover]').click();
+      await page.locator(`.tile[data-upload-id="${upload.id}"] [data-testid=cover-mark]`).waitFor({ state: 'attached' });
+      await page.keyboard.press('Escape');
       await page.locator(`.tile[data-upload-id="${upload.id}"] [data-testid=cover-mark]`).waitFor();
       await page.waitForFunction(() => document.querySelector('[data-testid=cover-setting] img')?.naturalWidth > 0);
       assert.ok(await page.locator('[data-action=remove-cover]').isVisible(), 'the cover can be removed');
-      await page.locator(`.tile[data-upload-id="${second.id}"] [data-action=set-cover]`).waitFor();
       await page.locator(`.tile[data-upload-id="${second.id}"]`).scrollIntoViewIfNeeded();
       await screenshot(page, `event-page-tiles-${backend}-390x844`);
       await card.scrollIntoViewIfNeeded();

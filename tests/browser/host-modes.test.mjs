@@ -69,7 +69,9 @@ for (const backend of backends()) {
       await host.page.waitForFunction(() => document.querySelector('[data-testid=pending]').dataset.pending === '1', null, { timeout: 20_000 });
       assert.equal(await host.page.textContent('[data-testid=pending] h2'), 'Pending (1)');
       await host.page.waitForFunction((id) => document.querySelector(`.pending-item[data-upload-id="${id}"] img`)?.complete, row.id, { timeout: 20_000 });
+      await host.page.click('[data-testid=download-menu] > summary');
       assert.equal(await host.page.isVisible('a[data-action=download-with-pending]'), true, 'the export offers the waiting ones');
+      await host.page.click('[data-testid=download-menu] > summary');
       await host.page.locator('[data-testid=pending]').scrollIntoViewIfNeeded();
       await screenshot(host.page, `host-modes-dashboard-pending-${backend}`);
       assert.equal(await ben.page.locator(tile).count(), 0, 'another guest does not see a waiting photo');

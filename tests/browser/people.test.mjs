@@ -60,7 +60,7 @@ for (const backend of backends()) {
         });
       });
 
-      await t.test('a guest blocked from a tile sees that the hosts stopped their uploads', async () => {
+      await t.test('a guest blocked from a photo’s lightbox sees that the hosts stopped their uploads', async () => {
         const event = await server.createEvent({ name: 'Block' });
         const guestContext = await phone(f.browser, { locale: 'en-GB' });
         try {
@@ -72,12 +72,16 @@ for (const backend of backends()) {
             const problems = watchConsole(page);
             await login(page, server, event);
             await tiles(page).first().waitFor();
-            await page.click('[data-testid=gallery] .tile button[data-action=block-guest]');
-            const question = page.locator('[data-testid=gallery] .tile [data-testid=confirm]');
+            // Block is in the photo's lightbox (tiles carry no buttons of their own).
+            await tiles(page).first().locator('.tile-open').click();
+            await page.click('dialog.lightbox[open] button[data-action=block-guest]');
+            const question = page.locator('dialog.lightbox[open] [data-testid=confirm]');
             await question.waitFor();
             assert.equal(await question.locator('.confirm-question').textContent(), 'Block Cousin Max? Their 1 photo will be hidden, and Cousin Max can no longer upload, like or comment.');
             await screenshot(page, `people-block-question-${backend}-390x844`);
             await question.locator('button[data-action=confirm]').click();
+            await page.locator('dialog.lightbox[open] [data-testid=confirm]').waitFor({ state: 'detached' });
+            await page.keyboard.press('Escape');
             const blockedList = page.locator('[data-testid=blocked-guests]');
             await blockedList.locator('li', { hasText: 'Cousin Max' }).waitFor();
             await page.waitForFunction(() => document.querySelector('[data-testid=gallery] .tile')?.dataset.status === 'hidden');

@@ -36,3 +36,16 @@ pub fn heic(name: &str, size: &str) -> PathBuf {
         let _ = std::fs::remove_file(png);
     })
 }
+
+/// Runs `ffmpeg` with these arguments, writing `name` in `dir`; returns its bytes.
+pub fn ffmpeg(dir: &Path, name: &str, args: &[&str]) -> Vec<u8> {
+    let out = dir.join(name);
+    let status = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y"])
+        .args(args)
+        .arg(&out)
+        .status()
+        .expect("ffmpeg runs (scripts/test.sh installs it)");
+    assert!(status.success(), "ffmpeg {args:?}");
+    std::fs::read(&out).expect("the clip")
+}

@@ -176,7 +176,18 @@ fn with_exif(plain: &[u8], tiff: &[u8]) -> Vec<u8> {
 /// A JPEG whose EXIF says when it was taken (`DateTimeOriginal`, "YYYY:MM:DD HH:MM:SS").
 pub fn jpeg_taken_at(w: u32, h: u32, taken: &str) -> Vec<u8> {
     assert_eq!(taken.len(), 19, "EXIF times are 19 characters");
-    // IFD0 with one entry pointing at the Exif IFD, which holds DateTimeOriginal.
+    jpeg_with_exif_text(w, h, &[(0x9003, taken)])
+}
+
+/// EXIF tags of the capture time: `DateTimeOriginal`, `OffsetTime` (of the file's time) and
+/// `OffsetTimeOriginal`.
+pub const DATE_TIME_ORIGINAL: u16 = 0x9003;
+pub const OFFSET_TIME: u16 = 0x9010;
+pub const OFFSET_TIME_ORIGINAL: u16 = 0x9011;
+
+/// A JPEG whose Exif IFD holds these ASCII fields (tag, text), given in ascending tag order.
+pub fn jpeg_with_exif_text(w: u32, h: u32, fields: &[(u16, &str)]) -> Vec<u8> {
+    // IFD0 with one entry pointing at the Exif IFD; the Exif IFD's entries, then their texts.
     let mut tiff = b"MM\0\x2a\0\0\0\x08".to_vec();
     let exif_ifd = 8 + 2 + 12 + 4;
     tiff.extend_from_slice(&1u16.to_be_bytes());
@@ -185,15 +196,27 @@ pub fn jpeg_taken_at(w: u32, h: u32, taken: &str) -> Vec<u8> {
     tiff.extend_from_slice(&1u32.to_be_bytes());
     tiff.extend_from_slice(&(exif_ifd as u32).to_be_bytes());
     tiff.extend_from_slice(&0u32.to_be_bytes());
-    let value = exif_ifd + 2 + 12 + 4;
-    tiff.extend_from_slice(&1u16.to_be_bytes());
-    tiff.extend_from_slice(&0x9003u16.to_be_bytes()); // DateTimeOriginal
-    tiff.extend_from_slice(&2u16.to_be_bytes()); // ASCII
-    tiff.extend_from_slice(&20u32.to_be_bytes());
-    tiff.extend_from_slice(&(value as u32).to_be_bytes());
+    let mut value = exif_ifd + 2 + 12 * fields.len() + 4;
+    let mut texts = Vec::new();
+    tiff.extend_from_slice(&(fields.len() as u16).to_be_bytes());
+    for (tag, text) in fields {
+        let len = text.len() + 1;
+        tiff.extend_from_slice(&tag.to_be_bytes());
+        tiff.extend_from_slice(&2u16.to_be_bytes()); // ASCII
+        tiff.extend_from_slice(&(len as u32).to_be_bytes());
+        if len <= 4 {
+            let mut inline = text.as_bytes().to_vec();
+            inline.resize(4, 0);
+            tiff.extend_from_slice(&inline);
+        } else {
+            tiff.extend_from_slice(&(value as u32).to_be_bytes());
+            texts.extend_from_slice(text.as_bytes());
+            texts.push(0);
+            value += len;
+        }
+    }
     tiff.extend_from_slice(&0u32.to_be_bytes());
-    tiff.extend_from_slice(taken.as_bytes());
-    tiff.push(0);
+    tiff.extend_from_slice(&texts);
     with_exif(&jpeg(w, h), &tiff)
 }
 

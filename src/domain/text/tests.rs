@@ -87,3 +87,12 @@ fn lengths_count_what_remains_after_cleaning() {
     assert!(matches!(Caption::parse(&padded), Ok(Some(_))));
     assert!(CommentText::parse(&format!("{}\u{0}", "y".repeat(1000))).is_ok());
 }
+
+#[test]
+fn guestbook_messages_are_cleaned_trimmed_and_bounded() {
+    let message = |raw: &str| GuestbookText::parse(raw).map(|m| m.0);
+    assert_eq!(message("  Alles Gute!\r\nEure Anna \u{202E}").ok(), Some("Alles Gute!\nEure Anna".to_owned()));
+    assert!(matches!(GuestbookText::parse(" \u{0}\u{200B} "), Err(InvalidText::GuestbookMessage(_))));
+    assert!(GuestbookText::parse(&"ü".repeat(500)).is_ok());
+    assert!(matches!(GuestbookText::parse(&"ü".repeat(501)), Err(InvalidText::GuestbookMessage(_))));
+}

@@ -1,5 +1,5 @@
 //! ISO BMFF (MP4, MOV): the file type box (`ftyp`) and the movie header (`moov`): `mvhd`'s
-//! duration, and of the first video track (`trak` whose `hdlr` is `vide`) its `tkhd` size and
+//! duration and creation time, and of the first video track (`trak` whose `hdlr` is `vide`) its `tkhd` size and
 //! display matrix and its sample entry's codec (`stsd`). Every box is checked against its
 //! parent's bounds; nesting, boxes visited and tracks are capped.
 
@@ -126,12 +126,13 @@ struct Track {
 pub fn parse_moov(moov: &[u8], container: Container) -> Result<VideoProbe, VideoError> {
     let mut visited = 0;
     let mut duration_ms = None;
+    let mut created = None;
     let mut found: Option<Track> = None;
     let mut tracks = 0;
     for child in (Children { data: moov, visited: &mut visited }).collect::<Vec<_>>() {
         let (fourcc, payload) = child?;
         match &fourcc {
-            b"mvhd" => duration_ms = mvhd_duration(payload)?,
+            b"mvhd" => (duration_ms, created) = (mvhd_duration(payload)?, mvhd_created(payload)),
             b"trak" if found.is_none() => {
                 tracks += 1;
                 if tracks > 64 {
@@ -162,7 +163,16 @@ pub fn parse_moov(moov: &[u8], container: Container) -> Result<VideoProbe, Video
         .filter(|(w, h)| *w > 0 && *h > 0)
         .ok_or_else(|| VideoError::Unsupported(format!("the {} header declares an empty picture", container.name())))?;
     let (width, height) = if track.rotation % 180 == 90 { (h, w) } else { (w, h) };
-    Ok(VideoProbe { container, codec, width, height, rotation: track.rotation, duration_ms, coded: track.coded })
+    Ok(VideoProbe {
+        container,
+        codec,
+        width,
+        height,
+        rotation: track.rotation,
+        duration_ms,
+        coded: track.coded,
+        created,
+    })
 }
 
 /// `mvhd`: timescale and duration; `None` when it says nothing (0, or all ones).
@@ -177,6 +187,24 @@ fn mvhd_duration(p: &[u8]) -> Result<Option<u64>, VideoError> {
         return Ok(None);
     }
     Ok(Some((u128::from(duration) * 1000 / u128::from(timescale)).min(u128::from(u64::MAX)) as u64))
+}
+
+/// Seconds from the `mvhd` epoch (1904-01-01 UTC) to the Unix epoch.
+const MAC_EPOCH_TO_UNIX: i64 = 2_082_844_800;
+
+/// `mvhd`: its creation time (UTC seconds since 1904); `None` when unset (0), before 1971 (a
+/// clock never set, counted from 1904 or from 1970) or beyond what a date holds.
+fn mvhd_created(p: &[u8]) -> Option<chrono::DateTime<chrono::Utc>> {
+    let seconds = match p.first()? {
+        1 => be64(p, 4)?,
+        _ => u64::from(be32(p, 4)?),
+    };
+    let unix = i64::try_from(seconds).ok()?.checked_sub(MAC_EPOCH_TO_UNIX)?;
+    const YEAR_1971: i64 = 31_536_000;
+    if unix < YEAR_1971 {
+        return None;
+    }
+    chrono::DateTime::from_timestamp(unix, 0)
 }
 
 /// Walks a track's boxes down to its sample description.

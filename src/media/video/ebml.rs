@@ -135,7 +135,7 @@ pub fn probe(head: &[u8], file_len: u64) -> Result<VideoProbe, VideoError> {
         VideoError::Unsupported(format!("the {} file holds no video track before its first cluster", container.name()))
     })?;
     let duration_ms = info.flatten();
-    Ok(VideoProbe { container, codec, width: w, height: h, rotation: 0, duration_ms, coded: None })
+    Ok(VideoProbe { container, codec, width: w, height: h, rotation: 0, duration_ms, coded: None, created: None })
 }
 
 /// The children of a master element's body: (id, value).

@@ -69,6 +69,9 @@ pub struct VideoProbe {
     /// The stream's own size, before rotation (an MP4's SPS, or its sample entry's size): what
     /// the decoder allocates, whatever the track header says. `None`: the container does not say.
     pub coded: Option<(u32, u32)>,
+    /// When it was recorded, as the container says (an MP4's or MOV's `mvhd` creation time);
+    /// `None` when it does not say (0, or a time before 1971: a camera whose clock was never set).
+    pub created: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl VideoProbe {

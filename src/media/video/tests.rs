@@ -45,6 +45,7 @@ fn a_movie_header_gives_codec_size_rotation_and_duration() {
             rotation: 90,
             duration_ms: Some(12_480),
             coded: None,
+            created: None,
         })
     );
     let probe = bmff::parse_moov_box(&moov(b"avc1", 640, 480, (-ONE, 0, 0, -ONE), 0), Container::Mp4).expect("probe");
@@ -61,6 +62,63 @@ fn a_movie_header_with_another_codec_or_a_broken_box_is_refused() {
 }
 
 /// An element: its one-byte-or-longer id, a one-byte size, the body.
+/// `moov` box header (8), `mvhd` box header (8), version and flags (4): the creation time's offset.
+const MVHD_CREATED: usize = 20;
+
+#[test]
+fn a_movie_header_gives_its_creation_time_when_it_is_set() {
+    let mut header = moov(b"avc1", 640, 480, (ONE, 0, 0, ONE), 1000);
+    let probe = bmff::parse_moov_box(&header, Container::Mp4).expect("probe");
+    assert_eq!(probe.created, None, "0 is no creation time");
+    // 2026-06-12T14:03:22Z, counted from 1904.
+    let seconds = 1_781_273_002u64 + 2_082_844_800;
+    header[MVHD_CREATED..MVHD_CREATED + 4].copy_from_slice(&(seconds as u32).to_be_bytes());
+    let probe = bmff::parse_moov_box(&header, Container::Mp4).expect("probe");
+    assert_eq!(probe.created.map(|t| t.to_rfc3339()), Some("2026-06-12T14:03:22+00:00".into()));
+    // A clock never set: 1904 plus a little, or the Unix epoch read as 1904's.
+    for unset in [86_400u32, 0x7C25_B080 + 3600] {
+        header[MVHD_CREATED..MVHD_CREATED + 4].copy_from_slice(&unset.to_be_bytes());
+        assert_eq!(bmff::parse_moov_box(&header, Container::Mp4).expect("probe").created, None);
+    }
+}
+
+#[test]
+fn a_version_1_movie_header_gives_its_64_bit_creation_time() {
+    let seconds = 1_781_273_002u64 + 2_082_844_800;
+    let mut mvhd = vec![1, 0, 0, 0];
+    mvhd.extend(seconds.to_be_bytes());
+    mvhd.extend(seconds.to_be_bytes());
+    mvhd.extend(1000u32.to_be_bytes());
+    mvhd.extend(5000u64.to_be_bytes());
+    mvhd.extend([0; 80]);
+    let mut header = moov(b"avc1", 640, 480, (ONE, 0, 0, ONE), 1000);
+    // The version 0 `mvhd` (8 + 100 bytes) gives way to the version 1 one.
+    header.splice(8..8 + 108, bx(b"mvhd", &mvhd));
+    let len = header.len() as u32;
+    header[..4].copy_from_slice(&len.to_be_bytes());
+    let probe = bmff::parse_moov_box(&header, Container::Mp4).expect("probe");
+    assert_eq!((probe.duration_ms, probe.created.map(|t| t.timestamp())), (Some(5000), Some(1_781_273_002)));
+    // Never past the box: the largest 64-bit time is no date.
+    header[MVHD_CREATED..MVHD_CREATED + 8].copy_from_slice(&u64::MAX.to_be_bytes());
+    assert_eq!(bmff::parse_moov_box(&header, Container::Mp4).expect("probe").created, None);
+}
+
+#[test]
+fn a_movie_header_cut_or_changed_anywhere_is_read_or_refused() {
+    let mut header = moov(b"avc1", 640, 480, (ONE, 0, 0, ONE), 1000);
+    header[MVHD_CREATED..MVHD_CREATED + 4].copy_from_slice(&3_864_117_802u32.to_be_bytes());
+    for cut in 0..header.len() {
+        let _ = bmff::parse_moov_box(&header[..cut], Container::Mp4);
+    }
+    for at in 0..header.len() {
+        for value in [0x00, 0x01, 0x7F, 0x80, 0xFF] {
+            let mut changed = header.clone();
+            changed[at] = value;
+            let _ = bmff::parse_moov_box(&changed, Container::Mp4);
+        }
+    }
+}
+
 fn el(id: &[u8], body: &[u8]) -> Vec<u8> {
     assert!(body.len() < 127);
     [id, &[0x80 | body.len() as u8], body].concat()
