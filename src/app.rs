@@ -70,6 +70,7 @@ impl AppState {
                 max_video_bytes: settings.max_video_bytes,
                 max_video_seconds: settings.max_video_seconds,
                 min_free_bytes: settings.min_free_bytes,
+                webhook_delay: settings.webhook_delay,
             },
             Arc::clone(&derivatives),
             blob_jobs.clone(),
@@ -82,10 +83,18 @@ impl AppState {
             std::time::Duration::from_secs(settings.resumable_expiry_s.max(1)),
             settings.resumable_lease.max(std::time::Duration::from_secs(1)),
         ));
+        let webhooks = crate::jobs::webhooks::Webhooks::new(
+            db.clone(),
+            &settings.public_url,
+            (settings.webhook_delay, settings.webhook_retry),
+            instance.id,
+            instance.stopping(),
+        )?;
         let throttle = Arc::new(Throttle::new(db.clone()));
         let derivative_cache = Arc::new(DerivativeCache::new(settings.derivative_cache_bytes));
         Ok(Self {
             blob_jobs,
+            webhooks,
             derivatives,
             ingest,
             resumable,
@@ -173,6 +182,7 @@ pub async fn serve(
     );
     state.derivative_workers().spawn(state.settings.derivative_workers.unwrap_or(1));
     state.blob_jobs.spawn_workers(1);
+    state.webhooks.spawn_worker();
     let live = Arc::clone(&state.live);
     let db = state.db.clone();
     tokio::spawn(async move { live.run(db).await });

@@ -157,6 +157,16 @@ pub struct ServeArgs {
     /// keeps in memory, so the photo store is not asked for them again (0: none).
     #[arg(long, env = "CONFETTI_DERIVATIVE_CACHE_BYTES", default_value_t = defaults::DERIVATIVE_CACHE_BYTES)]
     pub derivative_cache_bytes: u64,
+
+    /// Seconds between a photo starting to wait for review and the admin's webhook being
+    /// called; photos arriving meanwhile go in the same call.
+    #[arg(long, env = "CONFETTI_WEBHOOK_DELAY_S", default_value_t = defaults::WEBHOOK_DELAY_S)]
+    pub webhook_delay_s: u64,
+
+    /// Seconds before a failed webhook call is tried again; doubles up to 30 minutes, and a
+    /// call is given up a day after its photo came in.
+    #[arg(long, env = "CONFETTI_WEBHOOK_RETRY_S", default_value_t = defaults::WEBHOOK_RETRY_S)]
+    pub webhook_retry_s: u64,
 }
 
 impl ServeArgs {
@@ -190,6 +200,8 @@ impl ServeArgs {
             event_storage_cap_bytes: self.event_storage_cap_bytes,
             min_free_bytes: self.min_free_bytes,
             derivative_cache_bytes: self.derivative_cache_bytes,
+            webhook_delay: Duration::from_secs(self.webhook_delay_s),
+            webhook_retry: Duration::from_secs(self.webhook_retry_s.max(1)),
             ..Settings::new(&self.site.data_dir, &public_url)
         }
     }

@@ -104,6 +104,8 @@ error_codes! {
         "Joining: the display name is empty (after trimming) or longer than 60 characters.";
     InvalidCaption = "invalid_caption", UNPROCESSABLE_ENTITY,
         "Uploading: the caption is longer than 500 characters.";
+    InvalidWebhook = "invalid_webhook", UNPROCESSABLE_ENTITY,
+        "Setting the admin's webhook: the URL is not `http://` or `https://` with a host, or is longer than 2000 characters; or the secret is not 16–200 characters.";
     InvalidComment = "invalid_comment", UNPROCESSABLE_ENTITY,
         "Commenting: the text is empty (after trimming) or longer than 1000 characters.";
     InvalidGuestbookMessage = "invalid_guestbook_message", UNPROCESSABLE_ENTITY,
@@ -283,6 +285,8 @@ pub enum ApiError {
     InvalidCaption(String) => InvalidCaption,
     #[error("{0}")]
     InvalidComment(String) => InvalidComment,
+    #[error("{0}")]
+    InvalidWebhook(String) => InvalidWebhook,
     #[error("{0}")]
     InvalidGuestbookMessage(String) => InvalidGuestbookMessage,
     #[error("{0}")]

@@ -90,6 +90,9 @@ pub struct IngestLimits {
     pub max_video_seconds: u64,
     /// New files are refused while the photo store has less free space (0: no floor).
     pub min_free_bytes: u64,
+    /// A photo put up for review queues the admin's webhook this long ahead (see
+    /// `jobs::webhooks`).
+    pub webhook_delay: Duration,
 }
 
 /// What an upload came to.

@@ -28,6 +28,8 @@ pub mod defaults {
     pub const MIN_FREE_BYTES: u64 = 1024 * 1024 * 1024;
     pub const UNDO_GRACE_S: u64 = 60;
     pub const DERIVATIVE_CACHE_BYTES: u64 = 32 * 1024 * 1024;
+    pub const WEBHOOK_DELAY_S: u64 = 30;
+    pub const WEBHOOK_RETRY_S: u64 = 30;
 }
 
 #[derive(Clone, Debug)]
@@ -81,6 +83,11 @@ pub struct Settings {
     pub undo_grace: Duration,
     /// Bytes of small derivatives (thumbs, posters) this instance keeps in memory (0: none).
     pub derivative_cache_bytes: u64,
+    /// How long after a photo starts waiting for review the admin's webhook is called (the
+    /// photos that follow meanwhile are told of in the same call).
+    pub webhook_delay: Duration,
+    /// A failed webhook call is tried again after this, doubling up to 30 minutes.
+    pub webhook_retry: Duration,
 }
 
 impl Settings {
@@ -117,6 +124,8 @@ impl Settings {
             min_free_bytes: MIN_FREE_BYTES,
             undo_grace: Duration::from_secs(UNDO_GRACE_S),
             derivative_cache_bytes: DERIVATIVE_CACHE_BYTES,
+            webhook_delay: Duration::from_secs(WEBHOOK_DELAY_S),
+            webhook_retry: Duration::from_secs(WEBHOOK_RETRY_S),
         }
     }
 

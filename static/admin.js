@@ -1,12 +1,14 @@
 // The instance admin's page (`/admin`): log in with the admin token (kept for this tab only,
 // in sessionStorage, and sent as a bearer token), list the events with their counts, newest
-// first, and create one; the last backup shows under the login line. Each event's card and what it offers (join link and QR code, uploads
+// first, and create one; the last backup shows under the login line; the webhook that tells of photos
+// waiting for review is set in webhook-card.js. Each event's card and what it offers (join link and QR code, uploads
 // open or closed, a new organiser password, deleting the event) are in admin-event-view.js.
 
 import { h, api, ApiError, formatBytes } from './util.js';
 import { t, onLangChange, lang } from './i18n.js';
 import { errorText, showError } from './messages.js';
 import { EventCard, SharePanel, passwordRule } from './admin-event-view.js';
+import { WebhookCard } from './webhook-card.js';
 
 const TOKEN_KEY = 'confetti.admin_token';
 const MB = 1024 * 1024;
@@ -79,6 +81,8 @@ export async function adminPage({ main, title, messages }) {
     listNote,
     list,
   );
+  const webhook = new WebhookCard({ call: (method, path, body) => call(method, path, body), messages });
+  dashboard.append(webhook.el);
   main.replaceChildren(loginSection, dashboard);
 
   let created = null;
@@ -249,6 +253,7 @@ export async function adminPage({ main, title, messages }) {
     renderBackup();
     for (const card of cards.values()) card.render();
     created?.render();
+    webhook.render();
   }
 
   function showLogin() {
@@ -268,6 +273,7 @@ export async function adminPage({ main, title, messages }) {
     loginSection.hidden = true;
     dashboard.hidden = false;
     renderList();
+    webhook.load();
   }
 
   onLangChange(render);

@@ -80,6 +80,7 @@ impl Fixture {
             max_video_bytes: 2 * 1024 * 1024 * 1024,
             max_video_seconds: 600,
             min_free_bytes: 0,
+            webhook_delay: Duration::from_secs(30),
         };
         let derivatives = Arc::new(DerivativeQueue::new(Duration::from_secs(60)));
         let instance = Instance::register(db.clone(), blobs.clone()).await.expect("instance");

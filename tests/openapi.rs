@@ -97,6 +97,7 @@ const KEYED_WRITES: &[(&str, &str, &str)] = &[
     ("post", "/api/v1/uploads/{id}/restore", "200"),
     ("post", "/api/v1/events/{slug}/screen-link", "201"),
     ("delete", "/api/v1/events/{slug}/screen-link", "204"),
+    ("delete", "/api/v1/admin/webhook", "204"),
 ];
 
 /// Writes that ignore `Idempotency-Key`: joining and organiser login have no principal to
@@ -113,6 +114,9 @@ const UNKEYED_WRITES: &[(&str, &str)] = &[
     ("post", "/api/v1/events/{slug}/uploads/resumable"),
     ("patch", "/api/v1/events/{slug}/uploads/resumable/{id}"),
     ("delete", "/api/v1/events/{slug}/uploads/resumable/{id}"),
+    // Setting the admin's webhook is a PUT; its test delivery changes only what it reports.
+    ("put", "/api/v1/admin/webhook"),
+    ("post", "/api/v1/admin/webhook/test"),
 ];
 
 /// The write with its own key (a UUID `client_upload_id` / `Idempotency-Key`), see
@@ -956,6 +960,12 @@ impl Writer<'_> {
                 builder.bearer_auth(ADMIN_TOKEN).json(&json!({"password": "a new password"}))
             }
             ("delete", "/api/v1/events/{slug}") => builder.bearer_auth(ADMIN_TOKEN),
+            ("put", "/api/v1/admin/webhook") => {
+                builder.bearer_auth(ADMIN_TOKEN).json(&json!({"url": "http://127.0.0.1:9/hook"}))
+            }
+            ("delete" | "post", "/api/v1/admin/webhook" | "/api/v1/admin/webhook/test") => {
+                builder.bearer_auth(ADMIN_TOKEN)
+            }
             ("patch", "/api/v1/uploads/{id}") => builder.bearer_auth(self.organiser).json(&json!({"hidden": true})),
             ("post", "/api/v1/uploads/{id}/comments") => {
                 builder.bearer_auth(&self.guest.token).json(&json!({"text": "Hi"}))

@@ -10,7 +10,7 @@
 mod local_writer;
 mod partial;
 mod s3_writer;
-mod tls;
+pub(crate) mod tls;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

@@ -76,7 +76,11 @@ impl Db {
 
     /// Gives back every job the instance had claimed, due at once. Returns how many.
     pub async fn release_claims(&self, instance: Uuid) -> sqlx::Result<u64> {
-        self.release_claims_of(&[&super::derivatives::JOBS.lease, &super::blob_jobs::JOBS.lease], instance).await
+        self.release_claims_of(
+            &[&super::derivatives::JOBS.lease, &super::blob_jobs::JOBS.lease, &super::webhooks::DELIVERIES.lease],
+            instance,
+        )
+        .await
     }
 
     /// Records an upload being received, before anything of it is in the store: another

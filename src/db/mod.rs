@@ -29,6 +29,7 @@ pub mod screens;
 pub mod throttle;
 pub mod undo;
 pub mod uploads;
+pub mod webhooks;
 
 use std::path::Path;
 use std::str::FromStr;

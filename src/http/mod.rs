@@ -37,6 +37,7 @@ pub mod system;
 pub mod upload_parts;
 pub mod uploads;
 pub mod views;
+pub mod webhook;
 
 use axum::{Extension, Router};
 
@@ -52,6 +53,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(system::routes())
         .merge(events::routes(&keyed))
         .merge(admin::routes(&keyed))
+        .merge(webhook::routes(&keyed))
         .merge(event_page::routes())
         .merge(guests::routes())
         .merge(organiser::routes())

@@ -30,6 +30,8 @@ pub struct AppState {
     pub derivatives: Arc<DerivativeQueue>,
     /// Blob work that follows a commit (finalize, delete).
     pub blob_jobs: BlobJobs,
+    /// The admin's webhook for photos waiting for review.
+    pub webhooks: crate::jobs::webhooks::Webhooks,
     pub live: Arc<LiveHub>,
     pub ingest: Arc<Ingest>,
     /// Uploads sent in pieces, stored by `ingest` once whole.

@@ -82,6 +82,11 @@ impl Upload {
             return Err(ingest.quota_exceeded(&self.guest).await);
         }
         tx.queue_derivatives(id).await?;
+        // Waiting for review: the admin's webhook, if set, tells of it (with those that follow).
+        if review == Review::Pending {
+            let due = Utc::now() + chrono::TimeDelta::from_std(ingest.limits.webhook_delay).unwrap_or_default();
+            tx.queue_webhook_delivery(self.guest.event_id, due).await?;
+        }
         tx.unstage_upload(id).await?;
         // Fenced: only the request holding the resource's lease completes it, and only once.
         if let Some((lease, until)) = received.resumable

@@ -9,6 +9,7 @@ pub mod live_feed;
 pub mod orphans;
 pub mod poster;
 pub mod resumable_sweep;
+pub mod webhooks;
 
 use std::future::Future;
 use std::time::Duration;

@@ -123,6 +123,9 @@ pub struct Options {
     pub resumable_lease_s: u64,
     /// Bytes of small derivatives the instance keeps in memory.
     pub derivative_cache_bytes: u64,
+    /// Seconds before the admin's webhook is called for a photo waiting for review, and before a failed call is tried again.
+    pub webhook_delay_s: u64,
+    pub webhook_retry_s: u64,
 }
 
 /// The server's own defaults (`confetti::settings::defaults`), except where a test machine
@@ -153,6 +156,8 @@ impl Default for Options {
             ffmpeg: PathBuf::from(FFMPEG),
             resumable_lease_s: RESUMABLE_LEASE_S,
             derivative_cache_bytes: DERIVATIVE_CACHE_BYTES,
+            webhook_delay_s: WEBHOOK_DELAY_S,
+            webhook_retry_s: WEBHOOK_RETRY_S,
         }
     }
 }
@@ -331,6 +336,8 @@ impl TestApp {
             resumable_expiry_s: options.resumable_expiry_s,
             ffmpeg: options.ffmpeg.clone(),
             resumable_lease: Duration::from_secs(options.resumable_lease_s),
+            webhook_delay: Duration::from_secs(options.webhook_delay_s),
+            webhook_retry: Duration::from_secs(options.webhook_retry_s),
             // The test binary is not Confetti: its workers are the built server's.
             media_worker: PathBuf::from(env!("CARGO_BIN_EXE_confetti")),
             ..Settings::new(data_dir.path(), &format!("http://{addr}"))
