@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Backend, Options, TestApp, assert_problem, settled_within, upload_ok};
+use common::{Backend, Options, TestApp, assert_problem, settled_within, shown_within, upload_ok};
 use reqwest::StatusCode;
 
 /// A real progressive JPEG whose last scan is repeated `repeats` more times: valid to a
@@ -64,7 +64,8 @@ async fn a_jpeg_that_repeats_its_scans_is_refused_at_the_scan_limit(backend: Bac
 }
 
 /// One worker; a guest sends three photos that take it seconds each, then another guest sends
-/// one small photo: it is made right after the first slow one, not after all three.
+/// one small photo: it is shown right after the first slow one, not after all three (its
+/// preview follows once every waiting thumb is made: thumbs first).
 async fn one_guests_slow_photos_do_not_hold_another_guests_photo_back(backend: Backend) {
     let app = TestApp::spawn_with(backend, Options { derivative_workers: Some(1), ..Options::default() }).await;
     let event = app.create_event().await;
@@ -77,7 +78,7 @@ async fn one_guests_slow_photos_do_not_hold_another_guests_photo_back(backend: B
     }
     let sent = Instant::now();
     let small = upload_ok(&app, &quick, &common::images::jpeg(640, 480)).await;
-    let small = settled_within(&app, &token, small["id"].as_str().expect("id"), Duration::from_secs(120)).await;
+    let small = shown_within(&app, &token, small["id"].as_str().expect("id"), Duration::from_secs(120)).await;
     let waited = sent.elapsed();
     assert_eq!(small["status"], "ready");
     let mut still_processing = 0;

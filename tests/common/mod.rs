@@ -605,6 +605,21 @@ pub async fn settled_within(app: &TestApp, token: &str, id: &str, limit: Duratio
     panic!("upload {id} still processing after {limit:?}");
 }
 
+/// Waits until the upload is shown (its thumb made: no longer `processing`; its preview and
+/// AVIF may follow), at most `limit`.
+pub async fn shown_within(app: &TestApp, token: &str, id: &str, limit: Duration) -> Value {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        let (status, body) = app.get_json(&format!("/api/v1/uploads/{id}"), token).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body["status"] != "processing" {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("upload {id} still processing after {limit:?}");
+}
+
 /// Uploads a photo under a new key and expects it stored (201); returns the Upload.
 pub async fn upload_ok(app: &TestApp, guest: &Guest, bytes: &[u8]) -> Value {
     let response = app.upload(guest, bytes, Some(Uuid::new_v4())).await;
