@@ -27,7 +27,9 @@ test('admin page: the last backup, or a warning that none ran', { timeout: 120_0
     const event = await server.createEvent({ name: 'Sommerfest' });
     const guest = await guestOf(server, event, 'Ada');
     for (const photo of f.photos) await uploadPhoto(server, event, guest, photo);
-    await eventually(async () => (await server.uploads(event)).every((u) => u.status === 'ready'), { what: 'thumbs and previews' });
+    // Shown once its thumb exists (thumbs first); every derivative made: the server's counter.
+    const made = async () => Number((await (await fetch(`${server.base}/metrics`)).text()).match(/^confetti_derivatives_made_total (\d+)$/m)?.[1] || 0);
+    await eventually(async () => (await made()) >= f.photos.length, { what: 'thumbs and previews' });
 
     await onPhone(f.browser, { locale: 'en-GB' }, async (page) => {
       const problems = watchConsole(page);

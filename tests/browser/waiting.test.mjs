@@ -1,6 +1,6 @@
 // Hosts hear of photos waiting for review while the dashboard is open: the tab's title and a
 // badge at the top count them, live — up as guests send photos, down as a co-host approves one
-// elsewhere — and the badge leads to the list. Both databases.
+// elsewhere — and the badge opens the review view. Both databases.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,11 +43,10 @@ for (const backend of backends()) {
           assert.equal((await server.call('PATCH', `/api/v1/uploads/${first}`, { token: event.organiserToken, body: { approved: true } })).status, 200);
           await page.waitForFunction(() => document.title === '(1) Gartenfest · Confetti', null, { timeout: 20_000 });
           assert.equal(await badge.textContent(), words[0]);
+          // The badge opens the review view on the photo that waits.
           await badge.click();
-          await page.waitForFunction(() => {
-            const r = document.querySelector('[data-testid=pending]').getBoundingClientRect();
-            return r.top >= 0 && r.top < window.innerHeight;
-          }, null, { timeout: 5_000 });
+          await page.locator('[data-testid=review]').waitFor({ state: 'visible', timeout: 5_000 });
+          assert.equal(await page.locator('[data-testid=review-position]').textContent(), locale === 'de-DE' ? 'Foto 1 von 1' : 'Photo 1 of 1');
           assert.deepEqual(problems, []);
         } finally {
           await context.close();
