@@ -54,6 +54,11 @@ export async function guestPage({ slug, event, main, messages, boot }) {
     history.replaceState(null, '', location.pathname);
   }
 
+  // A new visitor's page came with the name form already in place (the server's first-visit
+  // page): this page's own form takes its place, with what the guest typed meanwhile.
+  const early = main.querySelector('[data-first-visit] input[name=display_name]');
+  const typed = early ? { value: early.value, focused: document.activeElement === early } : null;
+
   const pageSection = h('section', { class: 'event-page' });
   const joinSection = h('section', { class: 'card join', hidden: true });
   const uploadSection = h('section', { class: 'uploader', hidden: true });
@@ -68,7 +73,9 @@ export async function guestPage({ slug, event, main, messages, boot }) {
     ready = resolve;
   });
   const join = new JoinView({ slug, section: joinSection, onJoined: async () => (await entering)() });
+  if (typed?.value) join.name.value = typed.value;
   if (boot && !boot.me) join.show();
+  else if (typed?.focused) join.name.focus();
 
   const [info, { UploadQueue, QuotaView, UploadView, GalleryView, EventPageView, uploadState, HostModesView, GuestbookView }] = await Promise.all([serverInfo(boot), views()]);
   const caps = info.capabilities || ['client_upload_id', 'upload_preflight'];

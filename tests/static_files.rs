@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 both_backends!(the_page_and_its_files_come_compressed_and_versioned_files_are_kept_for_good);
 both_backends!(a_guests_event_page_carries_what_it_would_ask_first);
+both_backends!(a_new_visitors_page_shows_the_name_form_before_any_file_arrives);
 
 async fn get(app: &TestApp, path: &str, encoding: Option<&str>) -> reqwest::Response {
     let mut request = app.client.get(app.url(path));
@@ -99,15 +100,10 @@ async fn boot(app: &TestApp, slug: &str, token: Option<&str>) -> (Option<String>
     (cache, boot)
 }
 
-/// The guest's page carries the event, the server's limits and (for one of the event's guests)
-/// the guest, as the three requests it spares would answer; a name that would end the script
-/// element stays inside it; nothing of it is for a shared cache; an unknown event's page carries
-/// nothing.
-async fn a_guests_event_page_carries_what_it_would_ask_first(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+/// A new event, named `name` by its organiser.
+async fn event_named(app: &TestApp, name: &str) -> common::Event {
     let event = app.create_event().await;
     let organiser = app.organiser_login(&event).await;
-    let name = "Anna & Ben</script><script>alert(1)</script>";
     let renamed = app
         .client
         .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
@@ -117,6 +113,17 @@ async fn a_guests_event_page_carries_what_it_would_ask_first(backend: Backend) {
         .await
         .expect("rename");
     assert_eq!(renamed.status(), StatusCode::OK);
+    event
+}
+
+/// The guest's page carries the event, the server's limits and (for one of the event's guests)
+/// the guest, as the three requests it spares would answer; a name that would end the script
+/// element stays inside it; nothing of it is for a shared cache; an unknown event's page carries
+/// nothing.
+async fn a_guests_event_page_carries_what_it_would_ask_first(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let name = "Anna & Ben</script><script>alert(1)</script>";
+    let event = event_named(&app, name).await;
 
     let (cache, visitor) = boot(&app, &event.slug, None).await;
     assert_eq!(cache.as_deref(), Some("private, no-cache"), "personal: never in a shared cache");
@@ -142,4 +149,78 @@ async fn a_guests_event_page_carries_what_it_would_ask_first(backend: Backend) {
 
     let (_, unknown) = boot(&app, "no-such-event", None).await;
     assert!(unknown.is_none(), "an unknown event's page asks for itself");
+}
+
+/// The words of `static/i18n.js` for `key` in `lang` (the first definition in that language's block).
+fn word(lang: &str, key: &str) -> String {
+    let words = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/static/i18n.js")).expect("i18n.js");
+    let block = words.split_once(&format!("\n  {lang}: {{\n")).expect("the language's block").1;
+    let line = block.lines().find(|l| l.trim_start().starts_with(&format!("{key}: "))).expect("the word");
+    line.split_once(": '").expect("a quoted word").1.trim_end().trim_end_matches(',').trim_end_matches('\'').to_owned()
+}
+
+/// A new visitor who came with the join link gets one response that shows the event's name and
+/// the name form: the stylesheet inline (allowed by its hash, and only it), the form's words as
+/// the page's modules would say them in the browser's language, its button waiting for the
+/// modules, gzipped. Without the token, or as a guest already, the plain page.
+async fn a_new_visitors_page_shows_the_name_form_before_any_file_arrives(backend: Backend) {
+    use base64::Engine;
+    use sha2::Digest;
+    use std::io::Read;
+
+    let app = TestApp::spawn(backend).await;
+    let event = event_named(&app, "Anna & Ben</h1><script>alert(1)</script>").await;
+    let link = format!("/e/{}?join={}", event.slug, event.join_token);
+
+    let page = app
+        .client
+        .get(app.url(&link))
+        .header("Accept-Encoding", "gzip, deflate, br")
+        .header("Accept-Language", "fr-FR, de-DE;q=0.9, en;q=0.8")
+        .send()
+        .await
+        .expect("GET page");
+    assert_eq!(page.status(), StatusCode::OK);
+    assert_eq!(header(&page, "content-encoding"), Some("gzip"));
+    assert_eq!(header(&page, "cache-control"), Some("private, no-cache"));
+    let policy = header(&page, "content-security-policy").expect("a policy").to_owned();
+    let gzipped = page.bytes().await.expect("body");
+    let mut html = String::new();
+    flate2::read::GzDecoder::new(&gzipped[..]).read_to_string(&mut html).expect("gzip");
+    assert!(gzipped.len() * 3 < html.len(), "{} bytes gzipped from {}", gzipped.len(), html.len());
+
+    let style = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/static/style.css")).expect("style.css");
+    assert!(html.contains(&format!("<style>{style}</style>")), "the stylesheet inline");
+    assert!(!html.contains("rel=\"stylesheet\""), "and not asked for again");
+    let hash = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(style.as_bytes()));
+    assert!(policy.contains(&format!("style-src 'self' 'sha256-{hash}';")), "{policy}");
+    assert!(policy.contains("script-src 'self';"), "no inline script allowed: {policy}");
+
+    assert!(html.contains("<html lang=\"de\">"), "the first language the page has");
+    let escaped = "Anna &amp; Ben&lt;/h1&gt;&lt;script&gt;alert(1)&lt;/script&gt;";
+    assert!(html.contains(&format!("<h1 id=\"event-name\">{escaped}</h1>")), "the name, as text");
+    assert!(html.contains(&format!("<title>{escaped} · Confetti</title>")));
+    assert!(!html.contains("<script>alert"), "no markup from the name");
+    for key in ["switch_to", "your_name", "join_hint", "join"] {
+        assert!(html.contains(&format!(">{}<", word("de", key))), "{key} as i18n.js says it");
+    }
+    assert!(html.contains("<button type=\"submit\" disabled>"), "the button waits for the modules");
+    assert!(html.contains("id=\"boot\""), "and the page still carries the boot data");
+
+    let english = app.client.get(app.url(&link)).header("Accept-Language", "en-GB").send().await.expect("GET");
+    assert_eq!(header(&english, "content-encoding"), None, "not gzipped when not asked");
+    let english = english.text().await.expect("html");
+    for key in ["switch_to", "your_name", "join_hint", "join"] {
+        assert!(english.contains(&format!(">{}<", word("en", key))), "{key} in English");
+    }
+
+    let without_token = get(&app, &format!("/e/{}", event.slug), Some("gzip")).await;
+    assert!(header(&without_token, "content-security-policy").is_some_and(|p| p.contains("style-src 'self';")));
+    let guest = app.join(&event, "Carla").await;
+    let joined = app.client.get(app.url(&link)).bearer_auth(&guest.token).send().await.expect("GET");
+    let joined = joined.text().await.expect("html");
+    assert!(
+        joined.contains("rel=\"stylesheet\"") && !joined.contains("data-first-visit"),
+        "a guest gets the plain page"
+    );
 }

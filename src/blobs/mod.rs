@@ -425,14 +425,21 @@ impl BlobStore {
 
     /// A committed upload's original: under its final key or, between the commit and the move
     /// to that key (or after a crash in between, until the sweep moves it), its temporary one.
+    /// A move that lands between the two looks finds it under the final key again.
     pub async fn get_original(
         &self,
         event_id: Uuid,
         upload_id: Uuid,
         range: Option<GetRange>,
     ) -> object_store::Result<GetResult> {
-        match self.get(BlobKey::Original { event_id, upload_id }, range.clone()).await {
-            Err(object_store::Error::NotFound { .. }) => self.get(BlobKey::Temp(upload_id), range).await,
+        let original = BlobKey::Original { event_id, upload_id };
+        match self.get(original, range.clone()).await {
+            Err(object_store::Error::NotFound { .. }) => {
+                match self.get(BlobKey::Temp(upload_id), range.clone()).await {
+                    Err(object_store::Error::NotFound { .. }) => self.get(original, range).await,
+                    other => other,
+                }
+            }
             other => other,
         }
     }

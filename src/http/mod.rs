@@ -13,6 +13,7 @@ pub mod event_page;
 pub mod events;
 pub mod export;
 pub mod extract;
+pub mod first_visit;
 pub mod gallery;
 pub mod guestbook;
 pub mod guests;

@@ -6,7 +6,7 @@
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use qrcode::QrCode;
@@ -14,6 +14,7 @@ use qrcode::render::svg;
 
 use super::events::ShownEvent;
 use super::extract::{Manager, Viewer};
+use super::first_visit;
 use super::guests::Me;
 use super::system::Info;
 use crate::domain::EventSlug;
@@ -63,6 +64,7 @@ async fn guest_page(
     State(state): State<AppState>,
     viewer: Result<Viewer, ApiError>,
     Path(slug): Path<String>,
+    uri: Uri,
     headers: HeaderMap,
 ) -> Response {
     let event = match EventSlug::parse(&slug) {
@@ -88,13 +90,22 @@ async fn guest_page(
         },
         None => None,
     };
+    let new_visitor = me.is_none() && came_with_join_token(&uri);
+    let name = event.name.clone();
     let boot = Boot { event: ShownEvent::to(&state, viewer.as_ref(), event), info: Info::of(&state), me };
     let Ok(json) = serde_json::to_string(&boot) else { return index(headers).await };
-    let page = String::from_utf8_lossy(INDEX.raw).replacen(
-        "</head>",
-        &format!("  <script type=\"application/json\" id=\"boot\">{}</script>\n</head>", inert(&json)),
-        1,
-    );
+    let boot = format!("  <script type=\"application/json\" id=\"boot\">{}</script>\n", inert(&json));
+    if new_visitor {
+        let page = first_visit::page(&name, &boot, &headers);
+        match page {
+            Some(page) => match first_visit::respond(page, &headers).await {
+                Some(response) => return response,
+                None => tracing::warn!("could not compress a first visit's page; it goes as the plain page"),
+            },
+            None => tracing::warn!("the page lacks what a first visit's page fills in; it goes as the plain page"),
+        }
+    }
+    let page = String::from_utf8_lossy(INDEX.raw).replacen("</head>", &format!("{boot}</head>"), 1);
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(INDEX.content_type)),
@@ -113,6 +124,12 @@ struct Boot {
     info: Info,
     /// Absent when this visitor is not one of the event's guests (yet).
     me: Option<Me>,
+}
+
+/// Whether the link carries the join token (`?join=…`, the QR code's link): a new visitor then
+/// gets the name form at once.
+fn came_with_join_token(uri: &Uri) -> bool {
+    uri.query().is_some_and(|q| q.split('&').any(|pair| pair.strip_prefix("join=").is_some_and(|v| !v.is_empty())))
 }
 
 /// JSON that cannot end the `<script>` element it sits in, whatever a name or a welcome text
@@ -173,7 +190,24 @@ enum Encoding {
 
 /// What `Accept-Encoding` allows, best first: `br`, then `gzip` (each unless given `q=0`).
 fn accepted(headers: &HeaderMap) -> Encoding {
-    let mut gzip = false;
+    let (brotli, gzip) = encodings(headers);
+    if brotli {
+        Encoding::Brotli
+    } else if gzip {
+        Encoding::Gzip
+    } else {
+        Encoding::Identity
+    }
+}
+
+/// Whether the browser takes a gzipped body (a page made for the request is gzipped, not brotli).
+pub fn takes_gzip(headers: &HeaderMap) -> bool {
+    encodings(headers).1
+}
+
+/// Whether `Accept-Encoding` allows `br` and `gzip` (each unless given `q=0`).
+fn encodings(headers: &HeaderMap) -> (bool, bool) {
+    let (mut brotli, mut gzip) = (false, false);
     for value in headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()) {
         for item in value.split(',') {
             let mut parts = item.split(';');
@@ -181,13 +215,13 @@ fn accepted(headers: &HeaderMap) -> Encoding {
             let refused =
                 parts.any(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()) == Some(0.0));
             match name.as_str() {
-                "br" if !refused => return Encoding::Brotli,
+                "br" if !refused => brotli = true,
                 "gzip" if !refused => gzip = true,
                 _ => {}
             }
         }
     }
-    if gzip { Encoding::Gzip } else { Encoding::Identity }
+    (brotli, gzip)
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {

@@ -63,3 +63,55 @@ for (const backend of backends()) {
     }
   });
 }
+
+for (const backend of backends()) {
+  test(`${backend}: a new visitor sees the name form before any of the page's files, and keeps what they typed`, { timeout: 120_000 }, async () => {
+    const server = await startServer({ backend, name: 'first-visit-early' });
+    try {
+      const event = await server.createEvent({ name: 'Sommerfest am See' });
+      await onPhone(f.browser, { locale: 'de-DE' }, async (page) => {
+        const problems = watchConsole(page);
+        // Every file of the page is held back: the form and its look come with the page alone.
+        let release;
+        const held = new Promise((resolve) => {
+          release = resolve;
+        });
+        const asked = [];
+        await page.route(/\/static\//, async (route) => {
+          asked.push(new URL(route.request().url()).pathname);
+          await held;
+          await route.continue();
+        });
+        await page.goto(event.join_url, { waitUntil: 'commit' });
+        const early = page.locator('section[data-first-visit] input[name=display_name]');
+        await early.waitFor({ state: 'visible' });
+        assert.equal(await page.textContent('#event-name'), 'Sommerfest am See');
+        assert.equal(await page.textContent('section[data-first-visit] label'), 'Dein Name');
+        assert.equal(await page.locator('section[data-first-visit] button').isDisabled(), true, 'it cannot send before the modules');
+        const look = await page.evaluate(() => {
+          const card = document.querySelector('section.card.join');
+          const style = getComputedStyle(card);
+          return { radius: style.borderRadius, background: style.backgroundColor, font: getComputedStyle(document.body).fontFamily };
+        });
+        assert.notEqual(look.radius, '0px', `the card is styled before the stylesheet file could come: ${JSON.stringify(look)}`);
+        await screenshot(page, `first-visit-early-form-${backend}-390x844`);
+        await early.type('Dana');
+
+        release();
+        const form = page.locator('section.join:not([data-first-visit]) form.join-form');
+        await form.locator('button:not([disabled])').waitFor({ state: 'visible' });
+        assert.equal(await form.locator('input[name=display_name]').inputValue(), 'Dana', 'what the guest typed stays');
+        assert.equal(await page.evaluate(() => document.activeElement?.name), 'display_name');
+        assert.equal(await page.locator('[data-first-visit]').count(), 0, 'one form, the page\'s own');
+        assert.ok(!asked.some((p) => p.endsWith('style.css')), `the stylesheet is not asked for: ${asked.join(' ')}`);
+        await form.locator('button').click();
+        await page.locator('.uploader').waitFor({ state: 'visible' });
+        const me = await page.evaluate(async () => (await fetch('/api/v1/me')).json());
+        assert.equal(me.display_name, 'Dana');
+        assert.deepEqual(problems, [], 'no console error (a refused inline style would be one)');
+      });
+    } finally {
+      await server.stop();
+    }
+  });
+}

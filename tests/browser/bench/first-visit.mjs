@@ -79,7 +79,11 @@ try {
     await page.goto(event.join_url, { waitUntil: 'commit' });
     await page.locator('input[name=display_name]').waitFor({ state: 'visible', timeout: 180_000 });
     const firstMs = Date.now() - t0;
-    if (process.env.WATERFALL && run === 0) console.log(`form visible at ${firstMs} ms\n${waterfall.join('\n')}`);
+    // The page's modules have taken the form over (the server's first-visit form is marked
+    // `data-first-visit`): the button sends from here on.
+    await page.locator('section.join:not([data-first-visit]) form.join-form button:not([disabled])').waitFor({ state: 'visible', timeout: 180_000 });
+    const usableMs = Date.now() - t0;
+    if (process.env.WATERFALL && run === 0) console.log(`form visible at ${firstMs} ms, usable at ${usableMs} ms\n${waterfall.join('\n')}`);
     await page.waitForLoadState('networkidle');
     const firstBytes = bytes;
     const firstRequests = reached.size;
@@ -93,7 +97,7 @@ try {
     const returnMs = Date.now() - t1;
     await page.waitForLoadState('networkidle');
     const returnStatic = [...reached].filter((r) => r.includes('/static/'));
-    results.push({ firstMs, firstBytes, firstRequests, returnMs, returnBytes: bytes, returnRequests: reached.size, returnStatic: returnStatic.length, returned: [...reached] });
+    results.push({ firstMs, usableMs, firstBytes, firstRequests, returnMs, returnBytes: bytes, returnRequests: reached.size, returnStatic: returnStatic.length, returned: [...reached] });
     await context.close();
   }
 } finally {
@@ -106,6 +110,7 @@ console.log(JSON.stringify({
   runs: RUNS,
   via: caddy ? 'caddy (https, http/2)' : 'plain http/1.1',
   first_visit_ms: pick('firstMs'),
+  first_visit_usable_ms: pick('usableMs'),
   first_visit_bytes: pick('firstBytes'),
   first_visit_requests: pick('firstRequests'),
   return_visit_ms: pick('returnMs'),
@@ -113,5 +118,6 @@ console.log(JSON.stringify({
   return_visit_requests: pick('returnRequests'),
   return_visit_static_requests: pick('returnStatic'),
   all_first_ms: results.map((r) => r.firstMs),
+  all_usable_ms: results.map((r) => r.usableMs),
   return_requests_last_run: results.at(-1).returned,
 }, null, 1));
