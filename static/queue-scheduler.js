@@ -24,13 +24,24 @@
 // Videos and large files go resumably when the server can (queue-sender.js): such an item also
 // keeps `location` (its upload resource on the server) and `offset` (the bytes the server is
 // known to have), so a cut, a reload or a retry sends only the rest.
+//
+// Re-picks: where the server lists `known_uploads`, every chosen file's SHA-256 is computed as it
+// is queued (`check: 'hash'`, by the `hash` function given: off the page's main thread), and once
+// the whole pick is hashed (`check: 'ask'`) one request asks the server which of those bytes the
+// guest has stored already. A file the server names is done as `already` and `recognised`, with
+// the server's upload: its own new key is never sent, nothing is stored or charged again. The
+// others (`check` cleared) are sent under their own keys as any photo. An item waits while it has
+// a `check`; a file that could not be hashed, or a server that refuses the question, is just sent.
 
 import { uuid } from './util.js';
 import { BACKGROUND, isTemporary, retryDelay, retryAfterMs, tapMayHelp } from './retry.js';
 import { QueueStore, SENT_KEEP_MS } from './queue-store.js';
-import { cancelResumable, goesResumably, isVideoType, lookUp, postUpload, sendResumable } from './queue-sender.js';
+import { cancelResumable, findKnown, goesResumably, isVideoType, lookUp, postUpload, sendResumable, MAX_KNOWN } from './queue-sender.js';
+import { hashBlob } from './sha256.js';
 
 export const PARALLEL = 2;
+// How often a server in trouble is asked which picked files it has, before they go unchecked.
+const KNOWN_TRIES = 3;
 // The upload rate is measured once this much sending time has passed.
 const RATE_AFTER_MS = 2000;
 
@@ -55,16 +66,24 @@ export class UploadQueue {
    * @param {(item) => void} o.onChange called whenever an item's state or progress changes
    * @param {(item) => void} o.onDone called once per item the server has
    * @param {() => void} o.onUnauthenticated the guest's session is gone: ask for the name again
-   * @param {{max_upload_bytes?: number, max_video_bytes?: number, preflight?: boolean, resumable?: boolean}} o.limits
-   *   `resumable`: the server lists `resumable_uploads`.
+   * @param {{max_upload_bytes?: number, max_video_bytes?: number, preflight?: boolean, resumable?: boolean, known?: boolean}} o.limits
+   *   `resumable`: the server lists `resumable_uploads`; `known`: it lists `known_uploads` (re-picks are recognised).
+   * @param {(blob: Blob) => Promise<string | null>} [o.hash] a file's SHA-256 (hex), null when unreadable;
+   *   by default hashed where the queue runs (the page gives a Worker's).
    */
-  constructor({ slug, onChange, onDone, onUnauthenticated, limits = {} }) {
+  constructor({ slug, onChange, onDone, onUnauthenticated, limits = {}, hash }) {
     this.slug = slug;
     this.onChange = onChange || (() => {});
     this.onDone = onDone || (() => {});
     this.onUnauthenticated = onUnauthenticated || (() => {});
     this.limits = limits;
     this.resumable = Boolean(limits.resumable);
+    this.known = Boolean(limits.known);
+    this.hash = hash || ((blob) => hashBlob(blob).catch(() => null));
+    // The question which picked files the server has: one at a time; after a failed one, not before `knownAt`.
+    this.asking = false;
+    this.knownAt = 0;
+    this.knownTries = 0;
     this.items = new Map();
     this.active = 0;
     this.paused = true;
@@ -114,10 +133,15 @@ export class UploadQueue {
       // A tab closed mid-upload: the bytes may or may not have arrived; `attempts` > 0
       // makes the next send ask the server first.
       if (item.state === 'uploading') item.state = 'queued';
+      // The server no longer answers which files it has: the item just goes.
+      if (item.check && !this.known) item.check = null;
       item.progress = keptShare(item);
       this.items.set(item.client_upload_id, item);
     }
     if (stale.length || finished.length) await this.store.prune({ sent: stale, queued: finished });
+    // A tab closed while a pick was being hashed: hashed again from the stored bytes.
+    const unhashed = [...this.items.values()].filter((i) => i.check === 'hash');
+    if (unhashed.length) this.hashPick(unhashed);
     return [...this.items.values()];
   }
 
@@ -147,12 +171,14 @@ export class UploadQueue {
         fingerprint: fp,
         progress: 0,
         batch: now,
+        check: this.known ? 'hash' : null,
       };
       if (known.has(fp)) {
         // The same file (name, size, time) was sent or queued already: say so, send nothing.
         item.state = 'done';
         item.already = true;
         item.duplicate_of_choice = true;
+        item.check = null;
       }
       known.add(fp);
       fresh.push(item);
@@ -170,8 +196,95 @@ export class UploadQueue {
       this.items.set(item.client_upload_id, item);
       this.onChange(item);
     }
+    if (this.known && toStore.length) this.hashPick(toStore);
     this.pump();
     return fresh;
+  }
+
+  /**
+   * Hashes a pick's files, then lets the whole pick ask the server at once (`check: 'ask'`). A
+   * file whose bytes an earlier item still in the queue has is a duplicate of that choice: done,
+   * nothing sent. A file that could not be read goes without asking.
+   */
+  async hashPick(items) {
+    const hashes = await Promise.all(items.map((item) => this.hash(item.blob).catch(() => null)));
+    const picked = [];
+    items.forEach((item, i) => {
+      if (this.items.get(item.client_upload_id) !== item || item.check !== 'hash') return;
+      item.sha256 = hashes[i] || null;
+      item.check = item.sha256 ? 'ask' : null;
+      picked.push(item);
+    });
+    const live = [...this.items.values()].filter((i) => i.sha256 && i.state !== 'done' && !(i.state === 'failed' && i.final));
+    for (const item of picked) {
+      const first = live.find((i) => i.sha256 === item.sha256 && i.created_at < item.created_at);
+      if (!first) continue;
+      // The same bytes twice in the queue (under two names): the earlier one sends them.
+      item.check = null;
+      item.state = 'done';
+      item.already = true;
+      item.duplicate_of_choice = true;
+      if (this.store) await this.store.remove(item.client_upload_id).catch(() => {});
+      this.onChange(item);
+    }
+    const stay = picked.filter((i) => i.state !== 'done');
+    if (this.store && stay.length) await this.store.put(stay).catch((e) => console.warn('could not save hashed items', e));
+    for (const item of stay) this.onChange(item);
+    this.pump();
+  }
+
+  /**
+   * Asks the server, in one request for all waiting picks (up to MAX_KNOWN files), which of
+   * these files' bytes the guest has stored; those are done, the others go. No answer, or a
+   * temporary refusal: asked again later, as the retry policy says.
+   */
+  async askKnown(items) {
+    this.asking = true;
+    const batch = items.slice(0, MAX_KNOWN);
+    let r;
+    try {
+      r = await findKnown(this.slug, [...new Set(batch.map((i) => i.sha256))]);
+    } finally {
+      this.asking = false;
+    }
+    const current = batch.filter((i) => this.items.get(i.client_upload_id) === i && i.check === 'ask');
+    if (r.status === 200 && Array.isArray(r.body?.known)) {
+      this.trouble = null;
+      this.knownTries = 0;
+      const stored = new Map(r.body.known.map((u) => [u.sha256, u]));
+      const go = [];
+      for (const item of current) {
+        item.check = null;
+        const upload = stored.get(item.sha256);
+        if (upload) {
+          item.recognised = true;
+          await this.done(item, upload, true);
+        } else {
+          go.push(item);
+        }
+      }
+      if (this.store && go.length) await this.store.put(go).catch(() => {});
+    } else if (r.status === 401) {
+      this.paused = true;
+      this.onUnauthenticated();
+      return;
+    } else {
+      const failure = { status: r.status, code: r.body?.code, retryAfterMs: retryAfterMs(r.retryAfter) };
+      // No answer: the photos could not go either, so they wait for the question as for a send.
+      // A server in trouble is asked a few times; then the photos go unchecked rather than wait on it.
+      if (isTemporary(failure) && (r.status === 0 || this.knownTries < KNOWN_TRIES - 1)) {
+        this.knownTries += 1;
+        this.trouble = r.status === 0 ? 'network' : 'server';
+        this.knownAt = Date.now() + (retryDelay(BACKGROUND, this.knownTries, failure) ?? 0);
+      } else {
+        // Refused for good (a server without the question, say): the files go as any photo.
+        this.knownTries = 0;
+        for (const item of current) item.check = null;
+        if (this.store && current.length) await this.store.put(current).catch(() => {});
+      }
+    }
+    for (const item of current) this.onChange(item);
+    this.pump();
   }
 
   async save(item) {
@@ -205,6 +318,7 @@ export class UploadQueue {
 
   /** Every waiting, non-final item goes now: the connection came back. */
   retryAll() {
+    this.knownAt = 0;
     for (const item of this.items.values()) {
       if ((item.state === 'failed' && !item.final) || item.state === 'queued') item.next_at = 0;
     }
@@ -224,13 +338,16 @@ export class UploadQueue {
     const waiting = [...this.items.values()]
       .filter((i) => (i.state === 'queued' || (i.state === 'failed' && !i.final)))
       .sort((a, b) => a.created_at - b.created_at);
+    const asking = waiting.filter((i) => i.check === 'ask');
     if (isOnline) {
+      if (asking.length && !this.asking && this.knownAt <= now) this.askKnown(asking);
       for (const item of waiting) {
         if (this.active >= PARALLEL) break;
-        if (item.next_at <= now && !this.held.has(item.client_upload_id)) this.send(item);
+        if (item.next_at <= now && !item.check && !this.held.has(item.client_upload_id)) this.send(item);
       }
     }
-    const next = waiting.filter((i) => i.state !== 'uploading' && i.next_at > now).reduce((m, i) => Math.min(m, i.next_at), Infinity);
+    let next = waiting.filter((i) => i.state !== 'uploading' && !i.check && i.next_at > now).reduce((m, i) => Math.min(m, i.next_at), Infinity);
+    if (asking.length && !this.asking && this.knownAt > now) next = Math.min(next, this.knownAt);
     if (isOnline && next !== Infinity) this.timer = setTimeout(() => this.pump(), Math.max(50, next - now));
   }
 
@@ -345,6 +462,7 @@ export class UploadQueue {
       event: this.slug,
       upload_id: upload?.id || null,
       fingerprint: item.fingerprint,
+      sha256: item.sha256 || null,
       done_at: Date.now(),
       batch: item.batch ?? null,
       video: isVideoType(item.type),

@@ -66,6 +66,18 @@ export async function lookUp(slug, key) {
   return { status: r.status, body: r.body, retryAfter: r.headers.get('Retry-After') };
 }
 
+/** The most hashes one question about stored files carries (the server takes 500). */
+export const MAX_KNOWN = 500;
+
+/**
+ * Asks which of these files (their SHA-256, hex) the guest has stored already: `{status, body,
+ * retryAfter}` — 200 and `{known: [Upload]}` (each Upload's `sha256` says which), 0 for no answer.
+ */
+export async function findKnown(slug, hashes) {
+  const r = await request('POST', `${uploadsPath(slug)}/known`, { 'Content-Type': 'application/json' }, JSON.stringify({ sha256: hashes }));
+  return { status: r.status, body: r.body, retryAfter: r.headers.get('Retry-After') };
+}
+
 /** Standard base64 of a string's UTF-8 bytes, as `Upload-Metadata` carries values. */
 function b64(text) {
   const bytes = new TextEncoder().encode(text);

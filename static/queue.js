@@ -3,10 +3,12 @@
 //   queue-scheduler.js  the scheduler (slots, the retry policy, online/offline): `UploadQueue`,
 //   queue-sender.js     the upload protocol client (one-request and resumable uploads).
 // This module adds what only the page has: the server's capabilities it remembered from
-// `/api/v1/info` (in localStorage), used when the caller does not say whether uploads may resume.
+// `/api/v1/info` (in localStorage), used when the caller does not say whether uploads may resume,
+// and a Worker to hash picked files in (content-hash.js).
 
 import { remembered } from './util.js';
 import { UploadQueue as Scheduler } from './queue-scheduler.js';
+import { hashFile } from './content-hash.js';
 
 export { PARALLEL, fingerprint } from './queue-scheduler.js';
 export { isVideoType, RESUMABLE_THRESHOLD } from './queue-sender.js';
@@ -21,11 +23,11 @@ function rememberedCapability(name) {
   }
 }
 
-/** The scheduler, with `limits.resumable` defaulting to what the page remembered of the server. */
+/** The scheduler, with `limits.resumable` defaulting to what the page remembered of the server, hashing in a Worker. */
 export class UploadQueue extends Scheduler {
   /** @param {ConstructorParameters<typeof Scheduler>[0]} options */
   constructor(options) {
     const limits = options.limits || {};
-    super({ ...options, limits: { ...limits, resumable: limits.resumable ?? rememberedCapability('resumable_uploads') } });
+    super({ hash: hashFile, ...options, limits: { ...limits, resumable: limits.resumable ?? rememberedCapability('resumable_uploads') } });
   }
 }
