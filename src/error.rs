@@ -114,6 +114,8 @@ error_codes! {
         "The JSON body is malformed, is not `application/json`, or misses a field; or a field or query value is out of range (empty or over-long event name, negative quota, non-numeric `limit`, a member other than `hidden` or `approved` when changing an upload, an unknown `gallery` mode); or a path segment that is not valid UTF-8, or a query parameter given twice.";
     InvalidCursor = "invalid_cursor", BAD_REQUEST,
         "Listing: the `cursor` is not one this server gave out.";
+    InvalidContentHashes = "invalid_content_hashes", BAD_REQUEST,
+        "Asking which files are stored already (`POST …/uploads/known`): a `sha256` entry that is not 64 hexadecimal digits, or more than 500 entries.";
     UploadLengthRequired = "upload_length_required", BAD_REQUEST,
         "Resumable upload: created without `Upload-Length` (and not complete with a `Content-Length`).";
     InconsistentUploadLength = "inconsistent_upload_length", BAD_REQUEST,
@@ -293,6 +295,8 @@ pub enum ApiError {
     InvalidRequest(String) => InvalidRequest,
     #[error("{0}")]
     InvalidCursor(String) => InvalidCursor,
+    #[error("{0}")]
+    InvalidContentHashes(String) => InvalidContentHashes,
     #[error("the Idempotency-Key must be 1–255 printable ASCII characters")]
     InvalidIdempotencyKey => InvalidIdempotencyKey,
     #[error("an earlier request with this Idempotency-Key is still running; retry in {retry_after_s} s")]

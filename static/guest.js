@@ -89,6 +89,7 @@ export async function guestPage({ slug, event, main, messages, boot }) {
       max_video_bytes: info.limits?.max_video_bytes,
       preflight: caps.includes('upload_preflight'),
       resumable: caps.includes('resumable_uploads'),
+      known: caps.includes('known_uploads'),
     },
     onChange: (item) => {
       uploads.render(item);

@@ -255,9 +255,13 @@ export class UploadView {
 
   /** What the row says under the photo's name. */
   message(item) {
+    // Picked again: the server has these bytes from this guest already; nothing was sent.
+    if (item.state === 'done' && item.recognised) return t('recognised');
     if (item.state === 'done' && item.upload?.review === REVIEW.PENDING) return t('waiting_approval');
     if (item.state === 'done') return item.already ? t('already') : '';
     if (item.state === 'uploading') return '';
+    // Being hashed, or asking the server whether it has these bytes, before any is sent.
+    if (item.state === 'queued' && item.check && navigator.onLine !== false) return t('msg_checking');
     if (item.state === 'queued') return this.waitingFor(item);
     if (item.final) return this.refusal(item);
     // Stuck: tried several times, the next automatic try is far off; "Send now" may help.
@@ -281,6 +285,7 @@ export class UploadView {
     v.li.dataset.uploadState = item.state;
     v.li.dataset.final = item.final ? 'true' : 'false';
     if (item.upload?.review) v.li.dataset.review = item.upload.review;
+    if (item.recognised) v.li.dataset.recognised = 'true';
     if (item.last_error) v.li.dataset.error = item.last_error;
     else delete v.li.dataset.error;
     v.name.textContent = item.name;

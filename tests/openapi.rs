@@ -117,6 +117,8 @@ const UNKEYED_WRITES: &[(&str, &str)] = &[
     // Setting the admin's webhook is a PUT; its test delivery changes only what it reports.
     ("put", "/api/v1/admin/webhook"),
     ("post", "/api/v1/admin/webhook/test"),
+    // Asking which files are stored already is a read with a body.
+    ("post", "/api/v1/events/{slug}/uploads/known"),
 ];
 
 /// The write with its own key (a UUID `client_upload_id` / `Idempotency-Key`), see
@@ -983,6 +985,9 @@ impl Writer<'_> {
             ("post", "/api/v1/events/{slug}/uploads") => builder
                 .bearer_auth(&self.guest.token)
                 .multipart(common::upload_form(&images::jpeg(8, 8), None, "photo.jpg", None)),
+            ("post", "/api/v1/events/{slug}/uploads/known") => {
+                builder.bearer_auth(&self.guest.token).json(&json!({"sha256": ["0".repeat(64)]}))
+            }
             ("post", "/api/v1/events/{slug}/uploads/resumable") => builder
                 .bearer_auth(&self.guest.token)
                 .header("Upload-Length", "1000")

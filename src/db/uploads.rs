@@ -233,6 +233,48 @@ impl Db {
         )
     }
 
+    /// The guest's own uploads, not deleted, whose bytes hash to one of `sha256` (lowercase
+    /// hex), oldest first (index `uploads_guest_sha256`). The list is bound as one value: an
+    /// array on PostgreSQL, a JSON array on SQLite.
+    pub async fn own_uploads_by_sha256(&self, guest: Uuid, sha256: &[String]) -> sqlx::Result<Vec<UploadRow>> {
+        macro_rules! by_hash {
+            ($($plain:ident)?; $list:literal) => {
+                concat!(
+                    upload_select!($($plain)?),
+                    "WHERE u.guest_id = $1 AND u.deleted_at IS NULL AND u.sha256 ",
+                    $list,
+                    " ORDER BY u.id"
+                )
+            };
+        }
+        const WHAT: &str = "uploads by content hash";
+        match self {
+            Db::Postgres(pool) => {
+                fail_soft(
+                    WHAT,
+                    sqlx::query_as(by_hash!(; "= ANY($2)")).bind(guest).bind(sha256).fetch_all(pool),
+                    sqlx::query_as(by_hash!(plain; "= ANY($2)")).bind(guest).bind(sha256).fetch_all(pool),
+                )
+                .await
+            }
+            Db::Sqlite(pool) => {
+                let list = serde_json::to_string(sha256).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+                fail_soft(
+                    WHAT,
+                    sqlx::query_as(by_hash!(; "IN (SELECT value FROM json_each($2))"))
+                        .bind(guest)
+                        .bind(&list)
+                        .fetch_all(pool),
+                    sqlx::query_as(by_hash!(plain; "IN (SELECT value FROM json_each($2))"))
+                        .bind(guest)
+                        .bind(&list)
+                        .fetch_all(pool),
+                )
+                .await
+            }
+        }
+    }
+
     /// Newest first; ids are UUIDv7, so `id < cursor` is "older than the last one shown"
     /// and stays valid while new uploads arrive.
     pub async fn list_uploads(&self, q: &ListQuery) -> sqlx::Result<Vec<UploadRow>> {

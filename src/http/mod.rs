@@ -18,6 +18,7 @@ pub mod gallery;
 pub mod guestbook;
 pub mod guests;
 pub mod idempotency;
+pub mod known_uploads;
 pub mod live;
 pub mod media;
 pub mod moderation;
@@ -59,6 +60,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(guests::routes())
         .merge(organiser::routes())
         .merge(uploads::routes(&keyed))
+        .merge(known_uploads::routes())
         .merge(resumable::routes())
         .merge(gallery::routes())
         .merge(reactions::routes(&keyed))

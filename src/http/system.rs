@@ -230,7 +230,7 @@ pub(crate) struct Info {
 
 /// Strings, the example (a whole list) on the array rather than on its items.
 fn capability_list() -> utoipa::openapi::Array {
-    let description = "Features a client may rely on. This server lists `client_upload_id` (deduplicated uploads, the `Idempotency-Key` header on uploads), `upload_preflight` (`GET …/uploads/by-client-id/{client_upload_id}`), `idempotency_keys` (`Idempotency-Key` on every other authenticated write: parameter `IdempotencyKey`) and, where its photo store keeps partial uploads (a local directory, S3), `resumable_uploads` (`createResumableUpload`). Ignore values you do not know.";
+    let description = "Features a client may rely on. This server lists `client_upload_id` (deduplicated uploads, the `Idempotency-Key` header on uploads), `upload_preflight` (`GET …/uploads/by-client-id/{client_upload_id}`), `idempotency_keys` (`Idempotency-Key` on every other authenticated write: parameter `IdempotencyKey`), `known_uploads` (`findKnownUploads`: which files, by SHA-256, the guest has stored already) and, where its photo store keeps partial uploads (a local directory, S3), `resumable_uploads` (`createResumableUpload`). Ignore values you do not know.";
     utoipa::openapi::ArrayBuilder::new()
         .description(Some(description))
         .items(utoipa::openapi::ObjectBuilder::new().schema_type(utoipa::openapi::Type::String))
@@ -267,9 +267,10 @@ struct Limits {
 }
 
 /// What every server can do.
-const CAPABILITIES: &[&str] = &["client_upload_id", "upload_preflight", "idempotency_keys"];
+const CAPABILITIES: &[&str] = &["client_upload_id", "upload_preflight", "idempotency_keys", "known_uploads"];
 /// Where the photo store keeps partial uploads (a local directory, S3).
-const WITH_RESUMABLE: &[&str] = &["client_upload_id", "upload_preflight", "idempotency_keys", "resumable_uploads"];
+const WITH_RESUMABLE: &[&str] =
+    &["client_upload_id", "upload_preflight", "idempotency_keys", "known_uploads", "resumable_uploads"];
 
 /// How long this server keeps `Idempotency-Key`s (capability `idempotency_keys`; parameter `IdempotencyKey`).
 #[derive(Serialize, ToSchema)]
