@@ -390,6 +390,8 @@ export async function onPhone(browser, options, fn) {
  *   the server; the client's sends back up). Resolves with `{bytes, release(), cut(), closed}`,
  *   `closed` a promise settled once that connection has closed.
  * Each arms once; later connections pass through.
+ * - `unreachable(true)`: the server is away: every open connection is reset and new ones are
+ *   refused (reset at once) until `unreachable(false)`.
  */
 export async function startProxy() {
   const port = await freePort();
@@ -411,12 +413,21 @@ export async function startProxy() {
     holdAt(bytes) {
       return new Promise((resolve) => triggers.push({ bytes, kind: 'hold', resolve }));
     },
+    refusing: false,
+    unreachable(on) {
+      proxy.refusing = on;
+      if (on) for (const s of sockets) s.destroy();
+    },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(() => r()));
     },
   };
   const server = net.createServer((client) => {
+    if (proxy.refusing) {
+      client.resetAndDestroy();
+      return;
+    }
     proxy.connections += 1;
     const upstream = net.connect(targetPort, '127.0.0.1');
     sockets.add(client);
