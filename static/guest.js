@@ -233,9 +233,25 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   } catch (e) {
     me = null;
     if (!(e instanceof ApiError) || e.status !== 401) {
-      // Offline on load: show the queue; it goes out when the connection is back.
+      // Offline on load (no connection, or the server away while the phone has one, as when
+      // the service worker showed the page): show the queue; it goes out once the server
+      // answers again, on the `online` event or when asked again (less and less often).
       uploadSection.hidden = false;
-      window.addEventListener('online', () => enter(), { once: true });
+      let wait = 2000;
+      let timer = null;
+      const again = async () => {
+        window.removeEventListener('online', again);
+        clearTimeout(timer);
+        await refreshMe();
+        if (me && me.event === slug) return enter(me);
+        // The session is gone: the name form shows instead.
+        if (!joinSection.hidden) return;
+        wait = Math.min(wait * 2, 60_000);
+        timer = setTimeout(again, wait);
+        window.addEventListener('online', again);
+      };
+      timer = setTimeout(again, wait);
+      window.addEventListener('online', again);
       return;
     }
   }

@@ -217,9 +217,13 @@ export function launchBrowser(extraArgs = []) {
   return chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
-/** A phone-sized browser context (390×844, touch), in the given language (and time zone, if given). */
-export async function phone(browser, { locale = 'de-DE', timezoneId } = {}) {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, locale, ...(timezoneId ? { timezoneId } : {}) });
+/**
+ * A phone-sized browser context (390×844, touch), in the given language (and time zone, if given).
+ * `serviceWorkers: 'block'`: the page gets no service worker (as in a browser without one, or
+ * on a plain http:// address), so the page alone sends its queue.
+ */
+export async function phone(browser, { locale = 'de-DE', timezoneId, serviceWorkers } = {}) {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, locale, ...(timezoneId ? { timezoneId } : {}), ...(serviceWorkers ? { serviceWorkers } : {}) });
   return context;
 }
 
