@@ -58,9 +58,27 @@ export class BackgroundSending {
   }
 }
 
+// The browser's offer to install the page (Chromium's `beforeinstallprompt`) comes early, often
+// before the guest's views have loaded: app.js starts listening at once, and the offer waits here.
+let offered = null;
+const offerListeners = new Set();
+
+/** Starts listening for the browser's offer to install the page (app.js, first thing). */
+export function watchInstallOffer() {
+  window.addEventListener('beforeinstallprompt', (e) => {
+    e.preventDefault();
+    offered = e;
+    for (const listener of offerListeners) listener(e);
+  });
+  window.addEventListener('appinstalled', () => {
+    offered = null;
+    for (const listener of offerListeners) listener(null);
+  });
+}
+
 /**
- * "Install as an app": shown when the browser offers to install the event's page (Chromium's
- * `beforeinstallprompt`), gone once it is installed or where the page already runs as one.
+ * "Install as an app": shown while the browser offers to install the event's page, gone once it
+ * is installed (or where the page already runs as one: the browser then offers nothing).
  */
 export class InstallOffer {
   constructor(section) {
@@ -72,15 +90,12 @@ export class InstallOffer {
     section.append(this.el);
     onLangChange(() => this.words());
     this.words();
-    window.addEventListener('beforeinstallprompt', (e) => {
-      e.preventDefault();
-      this.prompt = e;
-      this.el.hidden = false;
-    });
-    window.addEventListener('appinstalled', () => {
-      this.prompt = null;
-      this.el.hidden = true;
-    });
+    const show = (offer) => {
+      this.prompt = offer;
+      this.el.hidden = !offer;
+    };
+    offerListeners.add(show);
+    show(offered);
   }
 
   words() {
@@ -91,6 +106,8 @@ export class InstallOffer {
   async install() {
     const prompt = this.prompt;
     if (!prompt) return;
+    // An offer is good for one prompt.
+    offered = null;
     this.prompt = null;
     this.el.hidden = true;
     await prompt.prompt();

@@ -23,12 +23,12 @@ export function withItemLocks(Queue) {
       if (!locks) return super.send(item);
       // The slot is taken now (the scheduler counts `active` as it hands out slots), and the
       // item is not handed out twice while the lock is asked for.
-      this.active += 1;
+      this.reserve();
       item.state = 'uploading';
       return locks
         .request(lockName(item.client_upload_id), { ifAvailable: true }, async (lock) => {
           if (!lock) {
-            this.active -= 1;
+            this.unreserve();
             item.state = 'queued';
             item.next_at = Date.now() + BUSY_RETRY_MS;
             this.onChange(item);
@@ -36,14 +36,29 @@ export function withItemLocks(Queue) {
             return;
           }
           await this.catchUp(item).catch((e) => console.warn('could not read a queue item back', e));
-          this.active -= 1;
+          this.unreserve();
           await super.send(item);
         })
         .catch((e) => {
           console.error('could not take an upload lock', e);
-          this.active -= 1;
+          this.unreserve();
           return super.send(item);
         });
+    }
+
+    // A slot held while a lock is asked for, kept in `active` and in the sending time as the
+    // scheduler's own `send` keeps them (the measured rate counts from the first slot taken).
+    reserve() {
+      if (this.active === 0) this.sendingSince = Date.now();
+      this.active += 1;
+    }
+
+    unreserve() {
+      this.active -= 1;
+      if (this.active === 0 && this.sendingSince !== null) {
+        this.sendingMs += Date.now() - this.sendingSince;
+        this.sendingSince = null;
+      }
     }
 
     /**

@@ -28,6 +28,11 @@ const SHARE = /^\/e\/([a-z0-9-]{1,80})\/share$/;
 const SendingQueue = withItemLocks(UploadQueue);
 
 self.addEventListener('install', (event) => {
+  // The API goes to the network past this worker (static routes, where the browser has them):
+  // an upload sent through a worker loses its progress events and crosses one more process.
+  if (event.addRoutes && globalThis.URLPattern) {
+    event.waitUntil(event.addRoutes({ condition: { urlPattern: new URLPattern({ pathname: '/api/*' }) }, source: 'network' }).catch((e) => console.warn('no static routes', e)));
+  }
   event.waitUntil(
     (async () => {
       const cache = await caches.open(CACHE);

@@ -12,8 +12,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { launchBrowser, startServer, startProxy, makePhotos, phone, join, choose, waitForItems, states, screenshot, watchConsole, eventually, backends, sleep } from './helpers.mjs';
+import { chromium } from 'playwright-core';
+import { launchBrowser, startServer, startProxy, makePhotos, phone, join, CHROMIUM_ARGS, choose, waitForItems, states, screenshot, watchConsole, eventually, backends, sleep } from './helpers.mjs';
 
 /** A server behind a proxy that can make it unreachable, and an event on it. */
 async function venue(name, backend = 'sqlite') {
@@ -103,6 +105,43 @@ test('the installed page opens with the server away and shows the queue from the
     await context.close();
   } finally {
     await browser.close();
+    await v.close();
+  }
+});
+
+test("the event's page offers to install itself, with the event's name", { timeout: 120_000 }, async () => {
+  const v = await venue('installed-offer');
+  // A profile of its own (a test browser's usual contexts are incognito, where Chromium installs
+  // nothing); the flag skips Chromium's wait for the guest to have used the page a while.
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'confetti-profile-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: [...CHROMIUM_ARGS, '--bypass-app-banner-engagement-checks'],
+    viewport: { width: 390, height: 844 },
+    deviceScaleFactor: 2,
+    isMobile: true,
+    hasTouch: true,
+    locale: 'de-DE',
+  });
+  try {
+    const page = context.pages()[0] || (await context.newPage());
+    const problems = watchConsole(page);
+    await join(page, v.event, 'Mia');
+    await controlled(page);
+    const cdp = await context.newCDPSession(page);
+    assert.deepEqual((await cdp.send('Page.getInstallabilityErrors')).installabilityErrors, [], 'installable');
+    await page.reload();
+    const offer = page.locator('[data-testid=install-offer]');
+    await offer.waitFor({ state: 'visible', timeout: 15_000 });
+    assert.match(await offer.textContent(), /Als App installieren/);
+    await page.locator('#event-name').filter({ hasText: 'Lena & Tom' }).waitFor();
+    await offer.scrollIntoViewIfNeeded();
+    await screenshot(page, 'installed-install-offer');
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+    fs.rmSync(profile, { recursive: true, force: true });
     await v.close();
   }
 });
