@@ -72,7 +72,7 @@ fn static_files() -> std::io::Result<()> {
     let mut worker = None;
     for (name, bytes) in &files {
         let bytes = if name == "sw.js" {
-            service_worker(bytes, &version, &names)
+            service_worker(bytes, &version, &files)
         } else if name == "index.html" {
             let page = String::from_utf8_lossy(bytes).replace("\"/static/", &format!("\"/static/{version}/"));
             // The modules `app.js` imports (not the pages it loads on demand), all at once,
@@ -129,15 +129,17 @@ fn static_files() -> std::io::Result<()> {
 }
 
 /// `sw.js` as served at `/sw.js`: its imports under `/static/{version}/` (relative names would
-/// resolve against `/`), `VERSION` the build's, and `FILES` every file of the page it keeps
-/// (all of `static/` but itself: 150 KB compressed, and the organiser's and screen's pages open
-/// offline too).
-fn service_worker(bytes: &[u8], version: &str, names: &[String]) -> Vec<u8> {
-    let keep: Vec<String> = names
-        .iter()
-        .filter(|n| *n != "sw.js" && *n != "index.html")
-        .map(|n| format!("/static/{version}/{n}"))
-        .collect();
+/// resolve against `/`), `VERSION` the build's, and `FILES` the files it keeps at once: the
+/// guest's page (what `app.js` imports, and every module `guest.js` loads), the stylesheet and
+/// the icons. Most are in the browser's cache already when the worker installs; the organiser's,
+/// the screen's and the admin's modules are kept once used, never fetched on a guest's phone.
+fn service_worker(bytes: &[u8], version: &str, files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut keep = static_imports(files, "app.js");
+    keep.extend(imports(files, "guest.js", true));
+    keep.extend(files.iter().map(|(n, _)| n.clone()).filter(|n| !n.ends_with(".js") && n != "index.html"));
+    keep.sort();
+    keep.dedup();
+    let keep: Vec<String> = keep.iter().map(|n| format!("/static/{version}/{n}")).collect();
     let keep = format!("{keep:?}");
     String::from_utf8_lossy(bytes)
         .replace(" from './", &format!(" from '/static/{version}/"))
@@ -148,6 +150,12 @@ fn service_worker(bytes: &[u8], version: &str, names: &[String]) -> Vec<u8> {
 
 /// `root` and every module it imports statically (`from './x.js'`), transitively, sorted.
 fn static_imports(files: &[(String, Vec<u8>)], root: &str) -> Vec<String> {
+    imports(files, root, false)
+}
+
+/// `root` and every module it imports (`from './x.js'`, and with `dynamic` `import('./x.js')`
+/// too), transitively, sorted.
+fn imports(files: &[(String, Vec<u8>)], root: &str, dynamic: bool) -> Vec<String> {
     let mut seen = std::collections::BTreeSet::new();
     let mut todo = vec![root.to_owned()];
     while let Some(name) = todo.pop() {
@@ -156,7 +164,11 @@ fn static_imports(files: &[(String, Vec<u8>)], root: &str) -> Vec<String> {
             continue;
         }
         let text = String::from_utf8_lossy(bytes);
-        for part in text.split(" from './").skip(1) {
+        let mut found: Vec<&str> = text.split(" from './").skip(1).collect();
+        if dynamic {
+            found.extend(text.split("import('./").skip(1));
+        }
+        for part in found {
             if let Some((import, _)) = part.split_once('\'') {
                 todo.push(import.to_owned());
             }

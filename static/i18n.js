@@ -964,11 +964,11 @@ Object.assign(STRINGS.en, {
 // The installed page: installing it, keeping the screen on while sending (app-worker.js, keep-awake.js).
 Object.assign(STRINGS.de, {
   install_app: 'Als App installieren',
-  install_hint: 'Dann öffnet sich das Fest vom Startbildschirm, und du kannst Fotos aus der Galerie direkt hierher teilen.',
+  install_hint: 'Vom Startbildschirm öffnen und Fotos direkt hierher teilen.',
   keep_awake: 'Bildschirm anlassen, solange gesendet wird',
 });
 Object.assign(STRINGS.en, {
   install_app: 'Install as an app',
-  install_hint: 'The event then opens from your home screen, and you can share photos from your gallery straight into it.',
+  install_hint: 'Open it from your home screen and share photos straight into it.',
   keep_awake: 'Keep the screen on while sending',
 });

@@ -1,7 +1,8 @@
 // The guest page's service worker (served at /sw.js for the scope /e/, registered by
 // app-worker.js where the page is a secure context). Three jobs:
-// - Keeps the page's files (this build's: `VERSION` and `FILES` are written in by build.rs, so a
-//   new server version is a new worker, which keeps the new files and drops the old ones), so an
+// - Keeps the page's files (this build's: `VERSION` and `FILES`, the guest's page, are written in
+//   by build.rs, so a new server version is a new worker, which keeps the new files and drops the
+//   old ones; the organiser's modules are kept once used), so an
 //   event's page opens with no connection and shows the guest's queue from the phone. Pages go
 //   to the network first (the copy kept is for when there is none); files under this version
 //   come from the copy kept.
@@ -95,7 +96,11 @@ async function page(event, url) {
   }
 }
 
-/** One of the page's files: this version's from the copy kept; another's from the network, else this version's. */
+/**
+ * One of the page's files: this version's from the copy kept (one not kept yet, as the
+ * organiser's modules, is kept once fetched); another version's from the network, else this
+ * version's.
+ */
 async function file(request, url) {
   const cache = await caches.open(CACHE);
   const current = url.pathname.startsWith(`/static/${VERSION}/`);
@@ -104,7 +109,9 @@ async function file(request, url) {
     if (kept) return kept;
   }
   try {
-    return await fetch(request);
+    const response = await fetch(request);
+    if (current && response.ok) await cache.put(url.pathname, response.clone()).catch(() => {});
+    return response;
   } catch (e) {
     const name = url.pathname.split('/').pop();
     const fallback = await cache.match(`/static/${VERSION}/${name}`, { ignoreVary: true });

@@ -95,8 +95,14 @@ async fn the_service_worker_names_this_builds_files_and_a_share_without_it_opens
     assert!(script.contains(&format!("const VERSION = '{version}';")), "the build's version is written in");
     assert!(!script.contains(" from './"), "imports resolve under /static/{version}/, not /");
     assert!(script.contains(&format!(" from '/static/{version}/queue-lock.js'")));
-    for file in ["app.js", "guest.js", "style.css", "icon-192.png"] {
-        assert!(script.contains(&format!("\"/static/{version}/{file}\"")), "keeps {file}");
+    for file in ["app.js", "guest.js", "queue-scheduler.js", "upload-view.js", "style.css", "icon-192.png"] {
+        assert!(script.contains(&format!("\"/static/{version}/{file}\"")), "keeps the guest's {file} at once");
+    }
+    for file in ["admin.js", "organiser.js"] {
+        assert!(
+            !script.contains(&format!("/static/{version}/{file}")),
+            "{file}: kept once used, not fetched on a guest's phone"
+        );
     }
     assert!(!script.contains(&format!("/static/{version}/sw.js")), "not itself");
 
