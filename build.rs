@@ -6,6 +6,9 @@
 //!   build gets new names, so browsers may keep the files for good. One hash for the whole set,
 //!   not one per file: the modules import each other by relative names (and `gallery.js` and
 //!   `lightbox.js` import each other), which a shared directory keeps working unchanged.
+//!   The service worker (`sw.js`, served at `/sw.js`) gets the version and the list of files
+//!   to keep written into it: its bytes change with every build, which is what makes browsers
+//!   install the new one.
 //! - Stops the build when `nasm` is missing on x86: libjpeg-turbo (the `mozjpeg` crate) would
 //!   otherwise be built without its SIMD code, saying so only in a warning `cargo run` hides, and
 //!   every thumbnail would take 2–3× as long. `CONFETTI_ALLOW_NO_SIMD=1` builds without it on
@@ -66,12 +69,12 @@ fn static_files() -> std::io::Result<()> {
         format!("/// The static files' version: the hash of them all.\npub const VERSION: &str = {version:?};\n\n");
     code.push_str("/// name, content type, raw, gzip, brotli\npub const FILES: &[StaticFile] = &[\n");
     let mut index = None;
+    let mut worker = None;
     for (name, bytes) in &files {
-        let bytes = if name == "index.html" {
-            let page = String::from_utf8_lossy(bytes)
-                .replace("/static/style.css", &format!("/static/{version}/style.css"))
-                .replace("/static/app.js", &format!("/static/{version}/app.js"))
-                .replace("/static/favicon.svg", &format!("/static/{version}/favicon.svg"));
+        let bytes = if name == "sw.js" {
+            service_worker(bytes, &version, &files)
+        } else if name == "index.html" {
+            let page = String::from_utf8_lossy(bytes).replace("\"/static/", &format!("\"/static/{version}/"));
             // The modules `app.js` imports (not the pages it loads on demand), all at once,
             // instead of one level of imports per round trip.
             let preload: String = static_imports(&files, "app.js")
@@ -104,8 +107,11 @@ fn static_files() -> std::io::Result<()> {
             path(".gz"),
             path(".br"),
         );
+        let alone = || entry.replacen("    ", "", 1).trim_end().trim_end_matches(',').to_owned();
         if name == "index.html" {
-            index = Some(entry.replacen("    ", "", 1).trim_end().trim_end_matches(',').to_owned());
+            index = Some(alone());
+        } else if name == "sw.js" {
+            worker = Some(alone());
         } else {
             code.push_str(&entry);
         }
@@ -115,11 +121,41 @@ fn static_files() -> std::io::Result<()> {
     code.push_str(&format!(
         "/// The page itself, its links pointing at `VERSION`.\npub const INDEX: StaticFile = {index};\n"
     ));
+    let worker = worker.ok_or_else(|| std::io::Error::other("static/sw.js is missing"))?;
+    code.push_str(&format!(
+        "/// The service worker, its imports and the files it keeps pointing at `VERSION`.\npub const SERVICE_WORKER: StaticFile = {worker};\n"
+    ));
     std::fs::write(out.join("static_files.rs"), code)
+}
+
+/// `sw.js` as served at `/sw.js`: its imports under `/static/{version}/` (relative names would
+/// resolve against `/`), `VERSION` the build's, and `FILES` the files it keeps at once: the
+/// guest's page (what `app.js` imports, and every module `guest.js` loads), the stylesheet and
+/// the icons. Most are in the browser's cache already when the worker installs; the organiser's,
+/// the screen's and the admin's modules are kept once used, never fetched on a guest's phone.
+fn service_worker(bytes: &[u8], version: &str, files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut keep = static_imports(files, "app.js");
+    keep.extend(imports(files, "guest.js", true));
+    keep.extend(files.iter().map(|(n, _)| n.clone()).filter(|n| !n.ends_with(".js") && n != "index.html"));
+    keep.sort();
+    keep.dedup();
+    let keep: Vec<String> = keep.iter().map(|n| format!("/static/{version}/{n}")).collect();
+    let keep = format!("{keep:?}");
+    String::from_utf8_lossy(bytes)
+        .replace(" from './", &format!(" from '/static/{version}/"))
+        .replacen("const VERSION = 'dev';", &format!("const VERSION = '{version}';"), 1)
+        .replacen("const FILES = [];", &format!("const FILES = {keep};"), 1)
+        .into_bytes()
 }
 
 /// `root` and every module it imports statically (`from './x.js'`), transitively, sorted.
 fn static_imports(files: &[(String, Vec<u8>)], root: &str) -> Vec<String> {
+    imports(files, root, false)
+}
+
+/// `root` and every module it imports (`from './x.js'`, and with `dynamic` `import('./x.js')`
+/// too), transitively, sorted.
+fn imports(files: &[(String, Vec<u8>)], root: &str, dynamic: bool) -> Vec<String> {
     let mut seen = std::collections::BTreeSet::new();
     let mut todo = vec![root.to_owned()];
     while let Some(name) = todo.pop() {
@@ -128,7 +164,11 @@ fn static_imports(files: &[(String, Vec<u8>)], root: &str) -> Vec<String> {
             continue;
         }
         let text = String::from_utf8_lossy(bytes);
-        for part in text.split(" from './").skip(1) {
+        let mut found: Vec<&str> = text.split(" from './").skip(1).collect();
+        if dynamic {
+            found.extend(text.split("import('./").skip(1));
+        }
+        for part in found {
             if let Some((import, _)) = part.split_once('\'') {
                 todo.push(import.to_owned());
             }
@@ -143,6 +183,7 @@ fn content_type(name: &str) -> &'static str {
         Some("css") => "text/css; charset=utf-8",
         Some("html") => "text/html; charset=utf-8",
         Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
         _ => "application/octet-stream",
     }
 }

@@ -8,6 +8,9 @@ import { h, api, ApiError, routeOf } from './util.js';
 import { t, applyStatic, toggleLang, onLangChange } from './i18n.js';
 import { guestPage } from './guest.js';
 import { MessageArea } from './messages.js';
+import { watchInstallOffer } from './app-worker.js';
+
+watchInstallOffer();
 
 const main = document.getElementById('main');
 const title = document.getElementById('event-name');

@@ -21,7 +21,10 @@ function views() {
     import('./event-page.js'),
     import('./host-modes-view.js'),
     import('./guestbook-view.js'),
-  ]).then(([queue, quota, upload, gallery, eventPage, hostModes, guestbook]) => ({ ...queue, ...quota, ...upload, ...gallery, ...eventPage, ...hostModes, ...guestbook }));
+    import('./queue-lock.js'),
+    import('./app-worker.js'),
+    import('./keep-awake.js'),
+  ]).then((modules) => Object.assign({}, ...modules));
 }
 
 /** The server's limits and capabilities (from the page itself when it brought them); remembered for pages opened while offline. */
@@ -77,12 +80,19 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   if (boot && !boot.me) join.show();
   else if (typed?.focused) join.name.focus();
 
-  const [info, { UploadQueue, QuotaView, UploadView, GalleryView, EventPageView, uploadState, HostModesView, GuestbookView }] = await Promise.all([serverInfo(boot), views()]);
+  const [info, v] = await Promise.all([serverInfo(boot), views()]);
+  const { UploadQueue, QuotaView, UploadView, GalleryView, EventPageView, uploadState, HostModesView, GuestbookView } = v;
   const caps = info.capabilities || ['client_upload_id', 'upload_preflight'];
   let me = null;
+  // In a secure context: the service worker (offline page, shares, sending with the page closed)
+  // and the switch that keeps the screen on while sending. Neither exists on http:// LAN addresses.
+  let background = null;
+  let awake = null;
 
-  // The queue first, so that nothing waits unseen.
-  const queue = new UploadQueue({
+  // The queue first, so that nothing waits unseen. Each photo is sent under its lock: the
+  // service worker may be sending the same queue.
+  const Queue = v.withItemLocks(UploadQueue);
+  const queue = new Queue({
     slug,
     limits: {
       max_upload_bytes: info.limits?.max_upload_bytes,
@@ -93,6 +103,8 @@ export async function guestPage({ slug, event, main, messages, boot }) {
     },
     onChange: (item) => {
       uploads.render(item);
+      background?.changed(item);
+      awake?.update();
       // A refusal tells what the event said before: uploads are closed.
       if (item.state === 'failed' && item.final && item.last_error === 'uploads_closed') uploadsOpen(false);
       // The hosts blocked this guest: the page says so instead of offering to send.
@@ -107,6 +119,11 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   const page = new EventPageView(pageSection);
   const quota = new QuotaView(uploadSection);
   const uploads = new UploadView({ queue, info, event, section: uploadSection });
+  if (v.workerPossible()) {
+    background = new v.BackgroundSending({ slug, queue, registration: v.registerWorker() });
+    new v.InstallOffer(uploadSection);
+  }
+  if (v.keepAwakePossible()) awake = new v.KeepAwake({ section: uploadSection, queue });
   const gallery = new GalleryView(gallerySection);
   const guestbook = new GuestbookView(guestbookSection, { slug });
   // The host modes: what the guest is told above the gallery, and the gallery opening on time.
@@ -218,14 +235,31 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   // Restore the queue first (it renders at once), then find out who we are.
   const restored = await queue.load();
   for (const item of restored) uploads.render(item);
+  awake?.update();
   try {
     me = boot ? boot.me : await api('GET', '/api/v1/me');
   } catch (e) {
     me = null;
     if (!(e instanceof ApiError) || e.status !== 401) {
-      // Offline on load: show the queue; it goes out when the connection is back.
+      // Offline on load (no connection, or the server away while the phone has one, as when
+      // the service worker showed the page): show the queue; it goes out once the server
+      // answers again, on the `online` event or when asked again (less and less often).
       uploadSection.hidden = false;
-      window.addEventListener('online', () => enter(), { once: true });
+      let wait = 2000;
+      let timer = null;
+      const again = async () => {
+        window.removeEventListener('online', again);
+        clearTimeout(timer);
+        await refreshMe();
+        if (me && me.event === slug) return enter(me);
+        // The session is gone: the name form shows instead.
+        if (!joinSection.hidden) return;
+        wait = Math.min(wait * 2, 60_000);
+        timer = setTimeout(again, wait);
+        window.addEventListener('online', again);
+      };
+      timer = setTimeout(again, wait);
+      window.addEventListener('online', again);
       return;
     }
   }

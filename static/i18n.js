@@ -967,3 +967,14 @@ Object.assign(STRINGS.en, {
   err_selection_too_large: 'Too many photos at once (at most 200).',
   err_invalid_reason: 'The reason is too long (at most 200 characters).',
 });
+// The installed page: installing it, keeping the screen on while sending (app-worker.js, keep-awake.js).
+Object.assign(STRINGS.de, {
+  install_app: 'Als App installieren',
+  install_hint: 'Vom Startbildschirm öffnen und Fotos direkt hierher teilen.',
+  keep_awake: 'Bildschirm anlassen, solange gesendet wird',
+});
+Object.assign(STRINGS.en, {
+  install_app: 'Install as an app',
+  install_hint: 'Open it from your home screen and share photos straight into it.',
+  keep_awake: 'Keep the screen on while sending',
+});

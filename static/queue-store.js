@@ -106,7 +106,12 @@ export class QueueStore {
     });
   }
 
-  /** Drops a queue item. */
+  /** One queue item by its key, as last written (by this page, another tab or the service worker); undefined when gone. */
+  get(key) {
+    return transact(this.db, [QUEUE], 'readonly', (s) => s[QUEUE].get(key)).then((req) => req.result);
+  }
+
+    /** Drops a queue item. */
   remove(key) {
     return this.prune({ queued: [key] });
   }

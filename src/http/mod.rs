@@ -18,6 +18,7 @@ pub mod gallery;
 pub mod guestbook;
 pub mod guests;
 pub mod idempotency;
+pub mod install;
 pub mod known_uploads;
 pub mod live;
 pub mod media;
@@ -74,7 +75,9 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .merge(restore::routes(&keyed))
         .merge(screens::routes(&keyed))
         .split_for_parts();
-    api.layer(Extension(openapi::Document(openapi::document(reference)))).merge(pages::routes())
+    api.layer(Extension(openapi::Document(openapi::document(reference))))
+        .merge(pages::routes())
+        .merge(install::routes())
 }
 
 /// `Idempotent-Replayed: true`, on answers that repeat an earlier one.

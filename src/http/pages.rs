@@ -30,7 +30,8 @@ pub struct StaticFile {
     pub brotli: &'static [u8],
 }
 
-// `VERSION`, `FILES` (every file of `static/`) and `INDEX` (the page), made by `build.rs`.
+// `VERSION`, `FILES` (every file of `static/`), `INDEX` (the page) and `SERVICE_WORKER`
+// (served by `http::install`), made by `build.rs`.
 include!(concat!(env!("OUT_DIR"), "/static_files.rs"));
 
 /// A year: the longest `max-age` caches honour, for names that change with their content.
@@ -92,9 +93,14 @@ async fn guest_page(
     };
     let new_visitor = me.is_none() && came_with_join_token(&uri);
     let name = event.name.clone();
+    let manifest = format!("/e/{}/manifest.webmanifest", event.slug);
     let boot = Boot { event: ShownEvent::to(&state, viewer.as_ref(), event), info: Info::of(&state), me };
     let Ok(json) = serde_json::to_string(&boot) else { return index(headers).await };
-    let boot = format!("  <script type=\"application/json\" id=\"boot\">{}</script>\n", inert(&json));
+    // The event's own manifest (installed, the page opens as this event's app), and the boot data.
+    let boot = format!(
+        "  <link rel=\"manifest\" href=\"{manifest}\">\n  <script type=\"application/json\" id=\"boot\">{}</script>\n",
+        inert(&json)
+    );
     if new_visitor {
         let page = first_visit::page(&name, &boot, &headers);
         match page {
@@ -154,7 +160,7 @@ async fn versioned_file(Path((version, file)): Path<(String, String)>, headers: 
 
 /// The file in the smallest form the client takes (`Accept-Encoding`: brotli, then gzip, else
 /// as it is), with an ETag per form.
-fn serve(file: &StaticFile, headers: &HeaderMap, cache: &'static str) -> Response {
+pub(super) fn serve(file: &StaticFile, headers: &HeaderMap, cache: &'static str) -> Response {
     let (body, encoding) = match accepted(headers) {
         Encoding::Brotli if file.brotli.len() < file.raw.len() => (file.brotli, Some("br")),
         Encoding::Brotli | Encoding::Gzip if file.gzip.len() < file.raw.len() => (file.gzip, Some("gzip")),

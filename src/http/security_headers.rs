@@ -8,10 +8,11 @@ use axum::response::Response;
 /// `img-src blob:` shows a queued photo before it is sent; `data:` carries the placeholders the
 /// page decodes from each Upload's ThumbHash (a small PNG drawn behind a loading thumb), and
 /// browsers' own UI (broken-image icons) uses it. `connect-src 'self'` covers the API and the
-/// live event stream.
+/// live event stream. `worker-src` and `manifest-src` name what the installable page needs (the
+/// service worker at `/sw.js`, each event's manifest), though `default-src` allows them too.
 pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; \
-                   connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; \
-                   form-action 'self'; frame-ancestors 'none'";
+                   connect-src 'self'; font-src 'self'; worker-src 'self'; manifest-src 'self'; \
+                   object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 pub async fn add(mut response: Response) -> Response {
     let h = response.headers_mut();

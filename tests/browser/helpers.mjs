@@ -217,9 +217,13 @@ export function launchBrowser(extraArgs = []) {
   return chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
-/** A phone-sized browser context (390×844, touch), in the given language (and time zone, if given). */
-export async function phone(browser, { locale = 'de-DE', timezoneId } = {}) {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, locale, ...(timezoneId ? { timezoneId } : {}) });
+/**
+ * A phone-sized browser context (390×844, touch), in the given language (and time zone, if given).
+ * `serviceWorkers: 'block'`: the page gets no service worker (as in a browser without one, or
+ * on a plain http:// address), so the page alone sends its queue.
+ */
+export async function phone(browser, { locale = 'de-DE', timezoneId, serviceWorkers } = {}) {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, locale, ...(timezoneId ? { timezoneId } : {}), ...(serviceWorkers ? { serviceWorkers } : {}) });
   return context;
 }
 
@@ -390,6 +394,8 @@ export async function onPhone(browser, options, fn) {
  *   the server; the client's sends back up). Resolves with `{bytes, release(), cut(), closed}`,
  *   `closed` a promise settled once that connection has closed.
  * Each arms once; later connections pass through.
+ * - `unreachable(true)`: the server is away: every open connection is reset and new ones are
+ *   refused (reset at once) until `unreachable(false)`.
  */
 export async function startProxy() {
   const port = await freePort();
@@ -411,12 +417,21 @@ export async function startProxy() {
     holdAt(bytes) {
       return new Promise((resolve) => triggers.push({ bytes, kind: 'hold', resolve }));
     },
+    refusing: false,
+    unreachable(on) {
+      proxy.refusing = on;
+      if (on) for (const s of sockets) s.destroy();
+    },
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(() => r()));
     },
   };
   const server = net.createServer((client) => {
+    if (proxy.refusing) {
+      client.resetAndDestroy();
+      return;
+    }
     proxy.connections += 1;
     const upstream = net.connect(targetPort, '127.0.0.1');
     sockets.add(client);
