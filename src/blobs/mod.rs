@@ -3,11 +3,13 @@
 //! written under a temporary key and moved to its final key only after its row committed; in
 //! an S3 bucket, where a move is a copy, it is written straight to its final key (one PUT, or
 //! a multipart upload whose id is recorded when it is larger than a part: `begin_upload`), and
-//! removed by key and id should it never commit (`abandon`).
+//! removed by key and id should it never commit (`abandon`; by key alone, listing the uploads
+//! open there, when the id was never recorded: `open_uploads`).
 //! A local directory is its user's only (see `private_files::keep_files_private`), and its free
 //! space can be read, so uploads stop before the disk fills.
 
 mod local_writer;
+mod open_uploads;
 mod partial;
 mod s3_writer;
 pub(crate) mod tls;
@@ -32,6 +34,7 @@ use uuid::Uuid;
 
 use local_writer::LocalWriter;
 use object_store::multipart::MultipartStore;
+use open_uploads::OpenUploads;
 pub use partial::{Kept, PartialAppender, PartialState};
 pub use s3_writer::RecordMultipart;
 use s3_writer::S3Writer;
@@ -169,6 +172,8 @@ pub struct BlobStore {
 struct Multipart {
     store: Arc<AmazonS3>,
     prefix: String,
+    /// The uploads open at a key, found by listing them: those whose id was never recorded.
+    open: OpenUploads,
 }
 
 impl std::fmt::Debug for Multipart {
@@ -241,7 +246,7 @@ impl BlobStore {
             local_root: None,
             free_space: Arc::default(),
             health: Arc::default(),
-            multipart: Some(Multipart { store: s3, prefix }),
+            multipart: Some(Multipart { open: OpenUploads::new(Arc::clone(&s3))?, store: s3, prefix }),
             requests: Some(Arc::new(Semaphore::new(S3_MAX_REQUESTS))),
         })
     }
@@ -384,16 +389,27 @@ impl BlobStore {
 
     /// Removes what an upload that will never commit left: its blob and, on S3, its
     /// multipart upload (aborted by id; one already completed or aborted is fine), and on a
-    /// local disk its half-written staging file. Repeatable.
-    pub async fn abandon(&self, key: BlobKey, multipart_id: Option<&str>) -> object_store::Result<()> {
-        if let (Some(multipart), Some(id)) = (&self.multipart, multipart_id) {
-            match multipart.store.abort_multipart(&multipart.path(key), &id.to_owned()).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                // S3 answers NoSuchUpload for an upload already completed or aborted; other
-                // S3-compatible servers answer that differently. The blob is deleted below
-                // either way; an upload that really stayed open is caught by the bucket's
-                // lifecycle rule.
-                Err(e) => tracing::debug!(error = %e, ?key, "aborting a multipart upload"),
+    /// local disk its half-written staging file. Repeatable. `search`: the upload may have
+    /// begun a multipart upload whose id is not `multipart_id` (its instance died, or its
+    /// request ended, between the store's answer and the record), so every one open at the
+    /// key is aborted too, where the store can list them (`open_uploads`).
+    pub async fn abandon(&self, key: BlobKey, multipart_id: Option<&str>, search: bool) -> object_store::Result<()> {
+        if let Some(multipart) = &self.multipart {
+            let path = multipart.path(key);
+            if let Some(id) = multipart_id {
+                match multipart.store.abort_multipart(&path, &id.to_owned()).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                    // S3 answers NoSuchUpload for an upload already completed or aborted; other
+                    // S3-compatible servers answer that differently. The blob is deleted below
+                    // either way; an upload that really stayed open is found by `search`.
+                    Err(e) => tracing::debug!(error = %e, ?key, "aborting a multipart upload"),
+                }
+            }
+            if search
+                && let Some(aborted) = multipart.open.abort_all(&path, multipart_id).await?
+                && aborted > 0
+            {
+                tracing::info!(aborted, ?key, "aborted multipart uploads whose id was never recorded");
             }
         }
         if let Some(root) = &self.local_root {

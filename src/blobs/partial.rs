@@ -15,7 +15,10 @@
 //!   request, to a tail object (`partial/<id>.tail`) and read back by the next request, which
 //!   sends them with its own as the next part. The parts' ids are kept in the database
 //!   (object_store cannot list them), so completing needs nothing from the instance that sent
-//!   them.
+//!   them. The upload's id is recorded with its first part's: a request that dies in between
+//!   leaves an upload no row names, at the key the resource's row does name, so the request that
+//!   sends the first part again, and the removal of the resource, abort every upload open at
+//!   that key first (`open_uploads`; only the lease holder writes there).
 //!
 //! Other stores (memory, in tests) do not offer resumable uploads.
 
@@ -30,6 +33,7 @@ use object_store::{ObjectStoreExt, PutPayload};
 use uuid::Uuid;
 
 use super::local_writer::Batches;
+use super::open_uploads::OpenUploads;
 use super::{BlobKey, BlobStore, local_error};
 
 /// S3's smallest part (but the last).
@@ -95,7 +99,8 @@ impl BlobStore {
                 }
                 buffer.extend_from_slice(&tail);
             }
-            return Ok(PartialAppender::S3(S3Append { store, path, tail_path, state, buffer }));
+            let open = multipart.open.clone();
+            return Ok(PartialAppender::S3(S3Append { store, open, path, tail_path, state, buffer }));
         }
         let Some(file) = self.partial_file(state.id) else {
             return Err(no_partials());
@@ -159,14 +164,15 @@ impl BlobStore {
         multipart_id: Option<&str>,
     ) -> object_store::Result<()> {
         if let Some(multipart) = &self.multipart {
-            if let Some(upload) = multipart_id {
-                let path = multipart.path(BlobKey::Original { event_id, upload_id: id });
-                if let Err(e) = multipart.store.abort_multipart(&path, &upload.to_owned()).await {
-                    // Already completed or aborted (S3 says NoSuchUpload); a bucket lifecycle
-                    // rule catches one that really stayed open.
-                    tracing::debug!(error = %e, %id, "aborting a resumable upload's multipart upload");
-                }
+            let path = multipart.path(BlobKey::Original { event_id, upload_id: id });
+            if let Some(upload) = multipart_id
+                && let Err(e) = multipart.store.abort_multipart(&path, &upload.to_owned()).await
+            {
+                // Already completed or aborted (S3 says NoSuchUpload).
+                tracing::debug!(error = %e, %id, "aborting a resumable upload's multipart upload");
             }
+            // And one a request created but died before recording.
+            multipart.open.abort_all(&path, multipart_id).await?;
             match multipart.store.delete(&multipart.tail_path(id)).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(e),
@@ -299,6 +305,7 @@ impl LocalAppend {
 
 pub struct S3Append {
     store: Arc<AmazonS3>,
+    open: OpenUploads,
     path: Path,
     tail_path: Path,
     state: PartialState,
@@ -324,6 +331,8 @@ impl S3Append {
         let id = match &self.state.multipart_id {
             Some(id) => id.clone(),
             None => {
+                // Left by a request that died between the store's answer and the record.
+                self.open.abort_all(&self.path, None).await?;
                 let id = self.store.create_multipart(&self.path).await?;
                 self.state.multipart_id = Some(id.clone());
                 id

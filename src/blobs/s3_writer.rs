@@ -6,7 +6,8 @@
 //! mid-upload leaves nothing open there. A larger one becomes a multipart upload when its first
 //! part is full. Its creation goes through `RecordMultipart`, which records the upload's id
 //! where every instance can see it (`staged_uploads`) before a part is sent, so any instance
-//! can abort it by id should this one die.
+//! can abort it by id should this one die; should it die before the record, the upload is
+//! found by listing those open at the key the record already named (`open_uploads`).
 //!
 //! The connection's chunks are gathered uncopied into parts of `part_size` bytes; at most
 //! `IN_FLIGHT` parts are being sent at once.

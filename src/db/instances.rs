@@ -103,8 +103,9 @@ impl Db {
 
     /// Runs `create`, which starts the staged upload's multipart upload in the store and tells
     /// its id, and records that id. A connection is taken first and held throughout, so the id
-    /// follows the store's answer without waiting for a free connection: only a crash in those
-    /// few milliseconds leaves an upload no record names (the bucket's lifecycle rule's part).
+    /// follows the store's answer without waiting for a free connection. A crash in between
+    /// leaves an upload whose id no record names, at the key the staged record does name:
+    /// cleaning up after the instance lists what is open there (`BlobStore::abandon`).
     pub async fn record_multipart_while<E>(
         &self,
         upload_id: Uuid,

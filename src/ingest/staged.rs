@@ -3,6 +3,7 @@
 //! should this one die, and abandoned — blob, multipart upload and record — on every way out
 //! that is not a commit: a refusal, an error, a client gone mid-upload (the future is dropped).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use futures_util::FutureExt;
@@ -21,6 +22,8 @@ pub struct Staged {
     pub key: BlobKey,
     /// The store's multipart upload, once the writer has begun one (S3, past one part).
     multipart_id: Arc<OnceLock<String>>,
+    /// The store was asked for a multipart upload: one may be open even with no id known.
+    asked: Arc<AtomicBool>,
     armed: bool,
 }
 
@@ -58,22 +61,37 @@ impl Staged {
             started_at: chrono::Utc::now(),
         };
         db.stage_upload(&record).await.map_err(anyhow::Error::from)?;
-        let multipart_id = Arc::new(OnceLock::new());
-        Ok(Staged { db: db.clone(), blobs: blobs.clone(), upload_id, key, multipart_id, armed: true })
+        Ok(Staged::new(db, blobs, upload_id, key, true))
     }
 
     /// A resumable upload's assembled bytes at `key`: not recorded, and left where they are
     /// when dropped (the resource owns them: a retry completes them, the resumable sweep
     /// removes them with it); `delete_now` (a refusal) removes them.
     pub fn owned_by_resource(db: &Db, blobs: &BlobStore, upload_id: Uuid, key: BlobKey) -> Staged {
-        let multipart_id = Arc::new(OnceLock::new());
-        Staged { db: db.clone(), blobs: blobs.clone(), upload_id, key, multipart_id, armed: false }
+        Staged::new(db, blobs, upload_id, key, false)
+    }
+
+    fn new(db: &Db, blobs: &BlobStore, upload_id: Uuid, key: BlobKey, armed: bool) -> Staged {
+        let (multipart_id, asked) = (Arc::new(OnceLock::new()), Arc::new(AtomicBool::new(false)));
+        Staged { db: db.clone(), blobs: blobs.clone(), upload_id, key, multipart_id, asked, armed }
+    }
+
+    /// What abandoning the upload must abort: the multipart upload known by its id, and
+    /// (`true`) any other open at the key when one was asked for but its id is not known.
+    fn begun(&self) -> (Option<String>, bool) {
+        let id = self.multipart_id.get().cloned();
+        let unknown = id.is_none() && self.asked.load(Ordering::SeqCst);
+        (id, unknown)
     }
 
     /// Records the multipart upload `create` makes, and keeps its id for abandoning it.
     fn record_multipart(&self) -> RecordMultipart {
         let (db, upload_id, known) = (self.db.clone(), self.upload_id, Arc::clone(&self.multipart_id));
+        let asked = Arc::clone(&self.asked);
         Box::new(move |create| {
+            // Before the store is asked: a request dropped while it answers leaves an upload
+            // whose id only a listing finds.
+            asked.store(true, Ordering::SeqCst);
             async move {
                 // Known here before it is recorded: should the record fail, abandoning the
                 // upload still aborts it.
@@ -99,7 +117,7 @@ impl Staged {
     /// Abandons the upload now, and waits for it.
     pub async fn delete_now(mut self) {
         self.armed = false;
-        abandon(&self.db, &self.blobs, self.upload_id, self.key, self.multipart_id.get().cloned()).await;
+        abandon(&self.db, &self.blobs, self.upload_id, self.key, self.begun()).await;
     }
 }
 
@@ -108,17 +126,18 @@ impl Drop for Staged {
         if self.armed
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
-            let (db, blobs, upload_id, key, multipart_id) =
-                (self.db.clone(), self.blobs.clone(), self.upload_id, self.key, self.multipart_id.get().cloned());
-            runtime.spawn(async move { abandon(&db, &blobs, upload_id, key, multipart_id).await });
+            let (db, blobs, upload_id, key, begun) =
+                (self.db.clone(), self.blobs.clone(), self.upload_id, self.key, self.begun());
+            runtime.spawn(async move { abandon(&db, &blobs, upload_id, key, begun).await });
         }
     }
 }
 
 /// The blob and multipart upload first, then the record: a record without a blob is cleaned
 /// up again harmlessly, a blob without a record would only be found by the slow sweep.
-async fn abandon(db: &Db, blobs: &BlobStore, upload_id: Uuid, key: BlobKey, multipart_id: Option<String>) {
-    if let Err(e) = blobs.abandon(key, multipart_id.as_deref()).await {
+async fn abandon(db: &Db, blobs: &BlobStore, upload_id: Uuid, key: BlobKey, begun: (Option<String>, bool)) {
+    let (multipart_id, unknown) = begun;
+    if let Err(e) = blobs.abandon(key, multipart_id.as_deref(), unknown).await {
         tracing::warn!(error = %e, ?key, "could not remove an abandoned upload; a dead-instance cleanup or the sweep will");
         return;
     }

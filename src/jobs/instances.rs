@@ -3,8 +3,10 @@
 //! Each instance has a row (`instances`) whose heartbeat it renews every `HEARTBEAT`. One not
 //! heard from for `DEAD_AFTER` has died (a `kill -9`, a lost machine): any instance, one at a
 //! time, cleans up after it within `REAP_EVERY` — the uploads it was receiving are abandoned
-//! (their blob deleted and, on S3, their multipart upload aborted by the id recorded with them,
-//! since not every S3-compatible server can list open uploads), and the jobs it had claimed
+//! (their blob deleted and, on S3, their multipart upload aborted: by the id recorded with
+//! them, and every upload open at their key found by listing, for one the store created just
+//! before the instance died and whose id it never recorded; a server that cannot list leaves
+//! that one to the bucket's lifecycle rule), and the jobs it had claimed
 //! are given back, due at once. A stopping instance does the same for itself (`retire`), so a
 //! rolling restart delays no photo by a lease.
 //!
@@ -123,7 +125,9 @@ impl Instance {
         let mut cleaned = CleanedUp::default();
         for staged in self.db.staged_uploads_of(instance).await? {
             match BlobKey::parse(&object_store::path::Path::from(staged.blob_key.as_str())) {
-                Some(key) => self.blobs.abandon(key, staged.multipart_id.as_deref()).await?,
+                // It may have died between the store's answer and the record: whatever is open
+                // at the key goes, the recorded id or not.
+                Some(key) => self.blobs.abandon(key, staged.multipart_id.as_deref(), true).await?,
                 None => tracing::warn!(key = staged.blob_key, "a staged upload names a key Confetti does not write"),
             }
             self.db.unstage_upload(staged.upload_id).await?;

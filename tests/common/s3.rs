@@ -1,8 +1,11 @@
-//! A real S3-protocol server for the tests: `s3s-fs` (crates.io, installed by `scripts/test.sh`
-//! with `cargo install s3s-fs@0.14.1 --locked --features binary`), one process per test on a
-//! random loopback port, over a fresh directory. It keeps every object as a plain file under
-//! `<root>/<bucket>/<key>`, so a test looks at what the server left in the bucket exactly as it
-//! looks at a local photo directory; an open multipart upload is a `.upload-<id>.json` beside it.
+//! A real S3-protocol server for the tests: `s3s-fs` (crates.io, 0.14.1) with the one operation
+//! it lacks that Confetti uses, ListMultipartUploads (`tests/s3s-fs-uploads`, installed by
+//! `scripts/test.sh` with `cargo install --locked --path tests/s3s-fs-uploads`), one process
+//! per test on a random loopback port, over a fresh directory. It keeps every object as a plain
+//! file under `<root>/<bucket>/<key>`, so a test looks at what the server left in the bucket
+//! exactly as it looks at a local photo directory; an open multipart upload is a
+//! `.upload-<id>.json` beside it. Plain `s3s-fs` (`$S3S_FS`) serves every test but the one that
+//! needs the listing (`tests/orphan_uploads.rs`).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -22,21 +25,26 @@ pub struct S3Server {
     child: Child,
 }
 
-/// Where the `s3s-fs` binary is: `$S3S_FS`, else on the `PATH`, else in cargo's bin directory.
+/// Where the server's binary is: `$S3S_FS`, else `s3s-fs-uploads` (then `s3s-fs`) on the
+/// `PATH` or in cargo's bin directory.
 pub fn s3s_fs_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("S3S_FS") {
         return path.into();
     }
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join("s3s-fs"))
-        .find(|candidate| candidate.is_file());
-    let in_cargo = std::env::var_os("CARGO_HOME")
+    let cargo_bin = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
-        .map(|home| home.join("bin").join("s3s-fs"));
-    on_path.or(in_cargo).unwrap_or_else(|| "s3s-fs".into())
+        .map(|home| home.join("bin"));
+    let dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain(cargo_bin)
+        .collect();
+    ["s3s-fs-uploads", "s3s-fs"]
+        .iter()
+        .find_map(|name| dirs.iter().map(|dir| dir.join(name)).find(|candidate| candidate.is_file()))
+        .unwrap_or_else(|| "s3s-fs-uploads".into())
 }
 
 impl S3Server {
@@ -58,7 +66,7 @@ impl S3Server {
                 .unwrap_or_else(|e| {
                     panic!(
                         "the S3 tests need s3s-fs ({}): {e}; scripts/test.sh installs it \
-                         (cargo install s3s-fs@0.14.1 --locked --features binary)",
+                         (cargo install --locked --path tests/s3s-fs-uploads)",
                         binary.display()
                     )
                 });
@@ -111,6 +119,39 @@ impl S3Server {
 
     pub fn root(&self) -> &Path {
         self.root.path()
+    }
+
+    /// A client of the bucket, as an instance is.
+    pub fn client(&self) -> object_store::aws::AmazonS3 {
+        // The S3 client's TLS provider, as the server installs it (unused over plain HTTP).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(&self.endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(BUCKET)
+            .with_region(REGION)
+            .with_access_key_id(ACCESS_KEY)
+            .with_secret_access_key(SECRET_KEY)
+            .build()
+            .expect("S3 client")
+    }
+
+    /// Whether the server answers ListMultipartUploads (a signed request, as Confetti's).
+    pub async fn lists_open_uploads(&self) -> bool {
+        use object_store::signer::{Method, SignedUrlOptions, Signer};
+        let options = SignedUrlOptions::new().with_query([("uploads", "")]);
+        let path = object_store::path::Path::default();
+        let url =
+            self.client().signed_url_opts(Method::GET, &path, Duration::from_secs(60), &options).await.expect("sign");
+        let response = reqwest::Client::new().get(url.as_str()).send().await.expect("list open uploads");
+        response.status().is_success()
+    }
+
+    /// Begins a multipart upload at `key` and forgets its id, as a process killed right after
+    /// the store's answer does.
+    pub async fn leave_multipart_upload_open(&self, key: &str) {
+        use object_store::multipart::MultipartStore;
+        self.client().create_multipart(&object_store::path::Path::from(key)).await.expect("create multipart upload");
     }
 
     /// Multipart uploads begun and neither completed nor aborted.
