@@ -7,7 +7,7 @@ use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::{Db, Tx, on_db, on_tx};
-use crate::domain::{UploadWindow, WindowState};
+use crate::domain::{Gallery, UploadWindow, WindowState};
 
 #[derive(Clone, Debug, FromRow)]
 pub struct GuestRow {
@@ -27,6 +27,11 @@ pub struct GuestRow {
     pub uploads_open_from: Option<DateTime<Utc>>,
     pub uploads_open_until: Option<DateTime<Utc>>,
     pub guest_downloads: bool,
+    /// Whose photos the event's guests see, and from when (as read with the guest: a guest's
+    /// own gallery is listed without reading the event again).
+    #[sqlx(try_from = "String")]
+    pub event_gallery: Gallery,
+    pub event_gallery_opens_at: Option<DateTime<Utc>>,
 }
 
 impl GuestRow {
@@ -62,6 +67,7 @@ macro_rules! guest_select {
                 e.guest_quota_bytes AS quota_bytes, e.uploads_open,
                 e.storage_cap_bytes AS event_storage_cap_bytes, e.used_bytes AS event_used_bytes,
                 e.uploads_open_from, e.uploads_open_until, e.guest_downloads,
+                e.gallery AS event_gallery, e.gallery_opens_at AS event_gallery_opens_at,
                 g.blocked_at IS NOT NULL AS blocked
          FROM guests g JOIN events e ON e.id = g.event_id AND e.deleted_at IS NULL "
     };
