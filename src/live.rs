@@ -9,14 +9,16 @@
 //! listeners hear of it at once; other instances' changes arrive within one poll.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use tokio::sync::{Notify, broadcast, watch};
+use tokio::sync::{Notify, OnceCell, broadcast, watch};
 use uuid::Uuid;
 
 use crate::db::Db;
 use crate::db::live::LiveKind;
+use crate::db::uploads::UploadRow;
 
 const POLL: Duration = Duration::from_millis(500);
 /// How far back each poll reads: longer than any write transaction takes and than the clocks
@@ -25,11 +27,15 @@ const WINDOW: Duration = Duration::from_secs(30);
 /// Feed rows are kept this long (longer than the window; nobody reads older ones).
 pub const RETENTION: Duration = Duration::from_secs(60 * 60);
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct LiveEvent {
     pub event_id: Uuid,
     pub kind: LiveKind,
     pub upload_id: Uuid,
+    /// The upload as it is when the news goes out, read by the first of this instance's
+    /// listeners who needs it and shared with the others (a burst's every photo read once, not
+    /// once per listener).
+    pub upload: Arc<OnceCell<Option<UploadRow>>>,
 }
 
 #[derive(Debug)]
@@ -81,8 +87,13 @@ impl LiveHub {
                             }
                             let kind = LiveKind::parse(&row.kind);
                             // No listener left is fine: the next poll finds nobody and idles.
-                            let _ =
-                                self.sender.send(LiveEvent { event_id: row.event_id, kind, upload_id: row.upload_id });
+                            let news = LiveEvent {
+                                event_id: row.event_id,
+                                kind,
+                                upload_id: row.upload_id,
+                                upload: Arc::default(),
+                            };
+                            let _ = self.sender.send(news);
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "could not read the live feed"),

@@ -282,10 +282,40 @@ async fn a_gallery_opens_at_its_time(backend: Backend) {
     assert_problem(response, StatusCode::BAD_REQUEST, "invalid_request").await;
 }
 
+/// One read of a shown photo serves every listener of an instance, but each hears of their own
+/// like: a photo shown again after Ben liked it is announced liked to Ben only.
+async fn each_listener_hears_of_their_own_like(backend: Backend) {
+    let (app, event, organiser, anna, ben) = party(backend).await;
+    let mut annas_stream = live(&app, &event, &anna.token).await;
+    let mut bens_stream = live(&app, &event, &ben.token).await;
+    let id = upload_ok(&app, &anna, &images::jpeg(640, 480)).await["id"].as_str().expect("id").to_owned();
+    for stream in [&mut annas_stream, &mut bens_stream] {
+        let (kind, data) = next_sse(stream).await;
+        assert_eq!(
+            (kind.as_str(), data["id"].as_str(), &data["liked_by_me"]),
+            ("upload", Some(id.as_str()), &json!(false))
+        );
+    }
+    let like = app.client.put(app.url(&format!("/api/v1/uploads/{id}/like"))).bearer_auth(&ben.token).send().await;
+    assert!(like.expect("PUT like").status().is_success());
+
+    let response = change_upload(&app, &id, &organiser, "hide", json!({"hidden": true})).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let response = change_upload(&app, &id, &organiser, "show", json!({"hidden": false})).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    for (stream, liked) in [(&mut annas_stream, false), (&mut bens_stream, true)] {
+        assert_eq!(next_sse(stream).await, ("removed".to_owned(), json!({"id": id})));
+        let (kind, data) = next_sse(stream).await;
+        assert_eq!((kind.as_str(), data["id"].as_str()), ("upload", Some(id.as_str())), "shown again");
+        assert_eq!((&data["likes"], &data["liked_by_me"]), (&json!(1), &json!(liked)), "{data}");
+    }
+}
+
 both_backends!(
     pending_uploads_are_seen_only_by_their_uploader_and_the_organiser,
     approval_shows_the_photo_to_everyone_and_on_the_live_stream,
     the_export_holds_pending_photos_only_on_request,
     a_drop_box_shows_each_guest_their_own_photos_only,
     a_gallery_opens_at_its_time,
+    each_listener_hears_of_their_own_like,
 );

@@ -3,11 +3,11 @@
 //! own total (`storage_cap_bytes`) is charged and refunded here too, beside the guest's.
 
 use chrono::{DateTime, Utc};
-use sqlx::FromRow;
+use sqlx::{FromRow, Row};
 use uuid::Uuid;
 
 use super::{Db, Tx, on_db, on_tx};
-use crate::domain::{UploadWindow, WindowState};
+use crate::domain::{Gallery, UploadWindow, WindowState};
 
 #[derive(Clone, Debug, FromRow)]
 pub struct GuestRow {
@@ -27,6 +27,11 @@ pub struct GuestRow {
     pub uploads_open_from: Option<DateTime<Utc>>,
     pub uploads_open_until: Option<DateTime<Utc>>,
     pub guest_downloads: bool,
+    /// Whose photos the event's guests see, and from when (as read with the guest: a guest's
+    /// own gallery is listed without reading the event again).
+    #[sqlx(try_from = "String")]
+    pub event_gallery: Gallery,
+    pub event_gallery_opens_at: Option<DateTime<Utc>>,
 }
 
 impl GuestRow {
@@ -62,6 +67,7 @@ macro_rules! guest_select {
                 e.guest_quota_bytes AS quota_bytes, e.uploads_open,
                 e.storage_cap_bytes AS event_storage_cap_bytes, e.used_bytes AS event_used_bytes,
                 e.uploads_open_from, e.uploads_open_until, e.guest_downloads,
+                e.gallery AS event_gallery, e.gallery_opens_at AS event_gallery_opens_at,
                 g.blocked_at IS NOT NULL AS blocked
          FROM guests g JOIN events e ON e.id = g.event_id AND e.deleted_at IS NULL "
     };
@@ -140,6 +146,29 @@ impl Tx {
     /// for an event deleted meanwhile: an upload committing while the admin deletes its event
     /// must not outlive it.
     pub async fn charge_event_storage(&mut self, event_id: Uuid, bytes: i64) -> sqlx::Result<bool> {
+        if let Tx::Postgres(tx) = self {
+            // The event's row is the one lock every upload of the event waits for: the lock and
+            // the charge go in one message, so it is held for the commit's round trip alone (at
+            // the burst, uploads waited 39–83 ms on average for it while it was held for two).
+            // Still two statements: the charge reads the reservations with a snapshot taken
+            // after the lock (`lock_event_storage`). A message of several statements takes no
+            // parameters, so the values are written in: a UUID, a number and a time, all made
+            // here, none from a client.
+            let sql = format!(
+                concat!(
+                    "SELECT FALSE AS charged FROM events WHERE id = '{event}' FOR NO KEY UPDATE;
+                     UPDATE events SET used_bytes = used_bytes + {bytes}
+                     WHERE id = '{event}' AND deleted_at IS NULL AND used_bytes + {bytes} + ",
+                    super::resumable::reserved_by!("event_id", "'{event}'", "'{now}'"),
+                    " <= storage_cap_bytes RETURNING TRUE AS charged"
+                ),
+                event = event_id,
+                bytes = bytes,
+                now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            );
+            let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_all(&mut **tx).await?;
+            return Ok(rows.iter().any(|row| row.try_get::<bool, _>("charged").unwrap_or(false)));
+        }
         self.lock_event_storage(event_id).await?;
         let rows = on_tx!(self, tx => sqlx::query(concat!(
             "UPDATE events SET used_bytes = used_bytes + $2

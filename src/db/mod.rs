@@ -36,7 +36,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use anyhow::Context;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, Postgres, Sqlite, SqlitePool, Transaction};
 
@@ -82,9 +82,15 @@ impl Db {
         let db = match database_url {
             Some(url) if url.starts_with("postgres:") || url.starts_with("postgresql:") => {
                 let options = PgConnectOptions::from_str(url).context("parsing the PostgreSQL URL")?;
+                let options = plain_on_loopback(options, url);
                 let pool = PgPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(10))
+                    // Not a round trip to ask whether an idle connection still works before each
+                    // use: that doubled the round trips of every query outside a transaction.
+                    // A connection the server dropped (a restart) fails its next query once and
+                    // is closed; the request's work is rolled back and its client retries.
+                    .test_before_acquire(false)
                     .connect_with(options)
                     .await
                     .context("connecting to PostgreSQL")?;
@@ -161,6 +167,20 @@ impl Tx {
     }
 }
 
+/// TLS to a server on this machine protects nothing (loopback traffic never leaves the kernel)
+/// and costs every query a round of encryption each way: on a loaded 2-core machine a query's
+/// round trip took 2.3× as long with it (`docs/benchmarks.md`, "PostgreSQL at SQLite's
+/// speed"). So a loopback host gets none unless the URL names an `sslmode` (or `PGSSLMODE` is
+/// set); any mode named is kept.
+fn plain_on_loopback(options: PgConnectOptions, url: &str) -> PgConnectOptions {
+    let query = url.split_once('?').map_or("", |(_, query)| query);
+    let named = query.split('&').any(|pair| pair.starts_with("sslmode=") || pair.starts_with("ssl-mode="))
+        || std::env::var_os("PGSSLMODE").is_some();
+    let host = options.get_host().trim_start_matches('[').trim_end_matches(']');
+    let loopback = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if loopback && !named { options.ssl_mode(PgSslMode::Disable) } else { options }
+}
+
 async fn sqlite_pool(options: SqliteConnectOptions) -> anyhow::Result<SqlitePool> {
     let options = options
         .create_if_missing(true)
@@ -197,4 +217,27 @@ fn spawn_checkpoints(pool: SqlitePool) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(url: &str) -> PgSslMode {
+        plain_on_loopback(PgConnectOptions::from_str(url).expect("a valid URL"), url).get_ssl_mode()
+    }
+
+    #[test]
+    fn a_loopback_host_gets_no_tls_unless_the_url_names_a_mode() {
+        if std::env::var_os("PGSSLMODE").is_some() {
+            return;
+        }
+        for url in ["postgres://u@127.0.0.1:5432/db", "postgres://u@localhost/db", "postgres://u@[::1]:5432/db"] {
+            assert!(matches!(mode(url), PgSslMode::Disable), "{url}");
+        }
+        assert!(matches!(mode("postgres://u@127.0.0.1/db?sslmode=require"), PgSslMode::Require));
+        assert!(matches!(mode("postgres://u@localhost/db?application_name=c&sslmode=prefer"), PgSslMode::Prefer));
+        assert!(matches!(mode("postgres://u@db.internal/db"), PgSslMode::Prefer));
+        assert!(matches!(mode("postgres://u@10.0.0.5/db"), PgSslMode::Prefer));
+    }
 }

@@ -126,10 +126,19 @@ async fn list_uploads(
     Query(params): Query<ListParams>,
 ) -> ApiResult<Json<UploadPage>> {
     let slug = EventSlug::parse(&slug)?;
-    let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
-    if !viewer.can_see_event(event.id) {
-        return Err(if viewer.guest.is_some() { ApiError::WrongEvent } else { ApiError::Forbidden });
-    }
+    let now = chrono::Utc::now();
+    // A guest's own event came with their credential (a page's poll every few seconds reads it
+    // once, not twice); anyone else's is read by its slug.
+    let (event_id, shared) = match viewer.guest.as_ref().filter(|g| g.event_slug == slug.as_str()) {
+        Some(guest) => (guest.event_id, guest.event_gallery.shared(guest.event_gallery_opens_at, now)),
+        None => {
+            let event = state.db.event_by_slug(slug.as_str()).await?.ok_or(ApiError::EventNotFound)?;
+            if !viewer.can_see_event(event.id) {
+                return Err(if viewer.guest.is_some() { ApiError::WrongEvent } else { ApiError::Forbidden });
+            }
+            (event.id, event.gallery.shared(event.gallery_opens_at, now))
+        }
+    };
     let limit = match params.limit.as_deref() {
         None | Some("") => DEFAULT_PAGE,
         Some(raw) => page_size(raw)?,
@@ -141,7 +150,7 @@ async fn list_uploads(
     };
     let before = match params.cursor.as_deref() {
         None | Some("") => None,
-        Some(raw) => Some(decode_cursor(event.id, order, raw)?),
+        Some(raw) => Some(decode_cursor(event_id, order, raw)?),
     };
     let review = match params.review.as_deref() {
         None | Some("") => None,
@@ -151,19 +160,19 @@ async fn list_uploads(
         ),
     };
     let query = ListQuery {
-        event_id: event.id,
-        viewer_guest: viewer.guest.as_ref().filter(|g| g.event_id == event.id).map(|g| g.id),
-        organiser: viewer.is_organiser_of(event.id),
+        event_id,
+        viewer_guest: viewer.guest.as_ref().filter(|g| g.event_id == event_id).map(|g| g.id),
+        organiser: viewer.is_organiser_of(event_id),
         before,
         order,
         limit: limit + 1,
-        shared: event.gallery.shared(event.gallery_opens_at, chrono::Utc::now()),
+        shared,
         review,
     };
     let mut rows = state.db.list_uploads(&query).await?;
     let next_cursor = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
-        rows.last().map(|r| encode_cursor(event.id, order, r.id))
+        rows.last().map(|r| encode_cursor(event_id, order, r.id))
     } else {
         None
     };

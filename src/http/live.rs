@@ -19,9 +19,10 @@ use uuid::Uuid;
 use super::extract::Viewer;
 use super::guestbook::{MessageJson, visible_message};
 use super::openapi::{SlugParam, refusals, schemas};
-use super::uploads::visible_upload;
+use super::uploads::{may_see, visible_upload};
 use super::views::UploadJson;
 use crate::db::live::LiveKind;
+use crate::db::uploads::UploadRow;
 use crate::domain::EventSlug;
 use crate::error::{ApiError, ApiResult};
 use crate::http::AppState;
@@ -97,6 +98,26 @@ impl Listener {
         matches!(self.state.db.screen_event(&screen.token_hash).await, Ok(Some(e)) if e.id == screen.event_id)
     }
 
+    /// The upload the news is about, as this listener may see it, read when the news went out.
+    /// One read serves every listener of this instance: read as no guest sees it, it is what
+    /// each would read, `liked_by_me` aside, which is false for all while nobody has liked it
+    /// (a new photo's case). A guest reads their own once someone has.
+    async fn upload(&self, news: &LiveEvent) -> ApiResult<UploadRow> {
+        let shared = news.upload.get_or_try_init(|| self.state.db.upload_by_id(news.upload_id, None)).await;
+        match shared {
+            Ok(Some(row)) if row.likes == 0 || self.viewer.guest_id().is_none() => {
+                if may_see(&self.viewer, row) {
+                    Ok(row.clone())
+                } else {
+                    Err(ApiError::NotFound)
+                }
+            }
+            Ok(None) => Err(ApiError::NotFound),
+            // Liked already, or the shared read failed: this listener's own read.
+            Ok(Some(_)) | Err(_) => visible_upload(&self.state, &self.viewer, news.upload_id).await,
+        }
+    }
+
     /// The next news for this listener; `None` ends the stream.
     async fn next(&mut self) -> Option<Event> {
         loop {
@@ -134,7 +155,7 @@ impl Listener {
                 // A screen whose link was revoked or replaced since the stream began sees no more.
                 LiveKind::Upload if !self.screen_still_open().await => return None,
                 // Read now, as this listener may see it: it may be hidden or gone again already.
-                LiveKind::Upload => match visible_upload(&self.state, &self.viewer, news.upload_id).await {
+                LiveKind::Upload => match self.upload(&news).await {
                     Ok(row) if !row.hidden => match Event::default().event("upload").json_data(UploadJson::new(&row)) {
                         Ok(event) => return Some(event),
                         Err(e) => tracing::warn!(error = %e, "could not encode live news"),

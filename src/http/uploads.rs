@@ -141,12 +141,16 @@ fn replayed(row: &UploadRow) -> Response {
 /// upload only for the organiser and their uploader. Everything else is "not found".
 pub async fn visible_upload(state: &AppState, viewer: &Viewer, id: Uuid) -> ApiResult<UploadRow> {
     let row = state.db.upload_by_id(id, viewer.guest_id()).await?.ok_or(ApiError::NotFound)?;
-    let visible = row.deleted_at.is_none()
+    if may_see(viewer, &row) { Ok(row) } else { Err(ApiError::NotFound) }
+}
+
+/// Whether this viewer may see the upload (`visible_upload`'s rule, for a row read already).
+pub fn may_see(viewer: &Viewer, row: &UploadRow) -> bool {
+    row.deleted_at.is_none()
         && viewer.can_see_event(row.event_id)
         && (viewer.is_organiser_of(row.event_id)
             || viewer.guest_id() == Some(row.guest_id)
-            || row.shared_with_guests(chrono::Utc::now()));
-    if visible { Ok(row) } else { Err(ApiError::NotFound) }
+            || row.shared_with_guests(chrono::Utc::now()))
 }
 
 /// One upload
