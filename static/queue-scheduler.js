@@ -207,7 +207,9 @@ export class UploadQueue {
    * nothing sent. A file that could not be read goes without asking.
    */
   async hashPick(items) {
-    const hashes = await Promise.all(items.map((item) => this.hash(item.blob).catch(() => null)));
+    // One file at a time: a large pick is never read into memory at once.
+    const hashes = [];
+    for (const item of items) hashes.push(await this.hash(item.blob).catch(() => null));
     const picked = [];
     items.forEach((item, i) => {
       if (this.items.get(item.client_upload_id) !== item || item.check !== 'hash') return;

@@ -31,15 +31,33 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 /// The hashes of the files a guest picked.
-#[derive(Deserialize, ToSchema)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[schema(as = KnownUploadsQuery)]
 struct KnownQuery {
-    /// The SHA-256 of each file's bytes, as 64 hexadecimal digits (either case); at most 500. Repeats are
-    /// answered once. Anything else: 400 `invalid_content_hashes`.
-    #[schema(max_items = 500)]
     sha256: Vec<String>,
 }
+
+/// `KnownQuery` as the document has it: the shape of each hash too.
+struct KnownUploadsQuery;
+
+impl utoipa::PartialSchema for KnownUploadsQuery {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::{ArrayBuilder, ObjectBuilder, Type};
+        let hash = ObjectBuilder::new().schema_type(Type::String).pattern(Some("^[0-9a-fA-F]{64}$"));
+        let hashes = ArrayBuilder::new().items(hash).max_items(Some(MAX_KNOWN_HASHES)).description(Some(
+            "The SHA-256 of each file's bytes, as 64 hexadecimal digits (either case); at most 500. Repeats are answered \
+             once. Anything else: 400 `invalid_content_hashes`.",
+        ));
+        ObjectBuilder::new()
+            .description(Some("The hashes of the files a guest picked."))
+            .property("sha256", hashes)
+            .required("sha256")
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::FreeForm(false)))
+            .into()
+    }
+}
+
+impl ToSchema for KnownUploadsQuery {}
 
 /// The guest's uploads of the asked-for bytes.
 #[derive(Serialize, ToSchema)]
@@ -65,7 +83,7 @@ struct Known {
     tag = "uploads",
     security(("guestBearer" = []), ("guestCookie" = [])),
     params(SlugParam),
-    request_body = KnownQuery,
+    request_body = KnownUploadsQuery,
     responses(
         (status = 200, description = "The guest's uploads of the asked-for bytes; an empty list when none is stored.", body = Known),
         KnownUploadsRefusals,

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fixtures, onPhone, startServer, startProxy, join, choose, waitForItems, screenshot, watchConsole, backends, fileSize, launchBrowser, makePhotos, phone } from './helpers.mjs';
+import { fixtures, onPhone, startServer, startProxy, join, choose, waitForItems, screenshot, watchConsole, backends, fileSize, launchBrowser, makePhotos, phone, eventually } from './helpers.mjs';
 
 const f = fixtures({ server: false, photos: 5, photoOptions: { prefix: 'repick', width: 1600, height: 1200, noise: true } });
 
@@ -120,11 +120,48 @@ test('on a plain-HTTP LAN address (no crypto.subtle) a re-picked photo is recogn
       assert.equal(await page.locator('[data-recognised="true"]').count(), 2);
       // German: the page's words for it.
       assert.match(await page.locator('[data-recognised="true"] .q-msg').first().textContent(), /schon geschickt/);
+      const toggle = page.locator('.q-toggle');
+      if (await toggle.isVisible()) await toggle.click();
+      await page.locator('[data-recognised="true"]').first().scrollIntoViewIfNeeded();
+      await screenshot(page, 'repick-recognised-de');
     } finally {
       await context.close();
     }
   } finally {
     await browser.close();
+    await server.stop();
+  }
+});
+
+test('a pick whose question is cut by a reload asks again after it; a server that does not answer the question gets the photos all the same', { timeout: 90_000 }, async () => {
+  const server = await startServer({ name: 'repick-reload' });
+  try {
+    const event = await server.createEvent();
+    const photos = f.photos.slice(0, 2);
+    await onPhone(f.browser, { locale: 'en-GB' }, async (page) => {
+      await join(page, event, 'Aunt Lou');
+      // The question gets no answer: the photos wait, checking, and nothing is sent.
+      let held = 0;
+      await page.route('**/uploads/known', () => {
+        held += 1;
+      });
+      await choose(page, photos);
+      await eventually(() => held === 1, { what: 'the question' });
+      const waiting = await page.$$eval('[data-client-upload-id]', (els) => els.map((e) => [e.dataset.uploadState, e.querySelector('.q-msg')?.textContent]));
+      assert.deepEqual(waiting, [['queued', 'Checking whether you sent it before …'], ['queued', 'Checking whether you sent it before …']]);
+      assert.equal((await server.uploads(event)).length, 0);
+      // Reloaded: the stored items ask again, and go.
+      await page.unrouteAll({ behavior: 'ignoreErrors' });
+      await page.reload();
+      await waitForItems(page, 2, 'done');
+      assert.equal((await server.uploads(event)).length, 2);
+      // A server that refuses the question (as one without it would: 404): the photos go unchecked.
+      await page.route('**/uploads/known', (route) => route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"code":"not_found"}' }));
+      await choose(page, copiesOf(f.photos.slice(2, 3), 'unasked'));
+      await waitForItems(page, 3, 'done');
+      assert.equal((await server.uploads(event)).length, 3);
+    });
+  } finally {
     await server.stop();
   }
 });
