@@ -204,6 +204,44 @@ test('photos shared into the event land in its queue under new keys and are stor
   }
 });
 
+test('two tabs of the event send each photo once, its bytes once', { timeout: 120_000 }, async () => {
+  const browser = await launchBrowser();
+  const v = await venue('installed-two-tabs');
+  try {
+    const photos = await makePhotos(browser, 4, { prefix: 'sw-tabs', width: 1600, height: 1200, noise: true });
+    const total = photos.reduce((sum, f) => sum + fs.statSync(f).size, 0);
+    const context = await phone(browser, { locale: 'en-GB' });
+    const first = await context.newPage();
+    await join(first, v.event, 'Ida');
+    await controlled(first);
+    await first.reload();
+    await first.locator('.uploader').waitFor({ state: 'visible' });
+    v.proxy.unreachable(true);
+    await choose(first, photos);
+    await eventually(async () => (await rowsWithError(first, 'network')) === 4, { what: 'every photo tried and waiting' });
+    // A second tab of the same event (from the worker's copy: the server is away) restores the
+    // same queue and tries it too.
+    const second = await context.newPage();
+    await second.goto(`${v.proxy.base}/e/${v.event.slug}`);
+    await eventually(async () => (await rowsWithError(second, 'network')) === 4, { what: 'the second tab trying the same photos' });
+
+    const before = v.proxy.up;
+    v.proxy.unreachable(false);
+    await Promise.all([first.evaluate(() => window.dispatchEvent(new Event('online'))), second.evaluate(() => window.dispatchEvent(new Event('online')))]);
+    await waitForItems(first, 4, 'done', 60_000).catch(() => null);
+    await eventually(async () => (await v.server.uploads(v.event)).length === 4, { timeout: 60_000, what: 'four stored' });
+    await waitForItems(second, 4, 'done', 60_000);
+    const sent = v.proxy.up - before;
+    console.log(`two tabs: ${sent} bytes towards the server for ${total} bytes of photos`);
+    assert.ok(sent < total * 1.3, `each photo's bytes sent once: ${sent} for ${total}`);
+    assert.equal((await v.server.uploads(v.event)).length, 4, 'each photo stored once');
+    await context.close();
+  } finally {
+    await browser.close();
+    await v.close();
+  }
+});
+
 for (const backend of backends()) {
   test(`[${backend}] the service worker sends the queue with every tab of the event closed`, { timeout: 180_000 }, async () => {
     const browser = await launchBrowser();
