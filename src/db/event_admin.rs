@@ -59,7 +59,7 @@ impl Tx {
 
     /// Marks the event deleted; `false` when it already was (or never existed). First in its
     /// transaction: the event's row lock makes an upload committing at the same time either
-    /// commit before (and be marked deleted next) or find the event gone (`charge_event_storage`).
+    /// commit before (and be marked deleted next) or find the event gone (`commit_charging_event`).
     pub async fn mark_event_deleted(&mut self, event_id: Uuid, now: DateTime<Utc>) -> sqlx::Result<bool> {
         let updated = on_tx!(self, tx => sqlx::query(
             "UPDATE events SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL",

@@ -104,13 +104,11 @@ impl Upload {
             }
             _ => None,
         };
-        // Last before the commit: every upload of the event waits for this row's lock.
-        if !tx.charge_event_storage(self.guest.event_id, new.bytes).await? {
-            tx.rollback().await?;
+        // Last, with the commit: every upload of the event waits for this row's lock.
+        if !tx.commit_charging_event(self.guest.event_id, new.bytes).await? {
             received.guard.delete_now().await;
             return Err(ingest.event_storage_full(&self.guest).await);
         }
-        tx.commit().await?;
 
         // Committed: from here on the blob belongs to the row.
         received.guard.disarm();
