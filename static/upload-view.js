@@ -288,6 +288,9 @@ export class UploadView {
     if (item.recognised) v.li.dataset.recognised = 'true';
     if (item.last_error) v.li.dataset.error = item.last_error;
     else delete v.li.dataset.error;
+    // Waiting for the server's answer whether it has these bytes already (re-picks).
+    if (item.check) v.li.dataset.check = item.check;
+    else delete v.li.dataset.check;
     v.name.textContent = item.name;
     let state = t(`state_${item.state}`);
     if (item.state === 'done' && item.already) state = t('already');

@@ -40,8 +40,12 @@ async function controlled(page) {
 }
 
 /** Rows of the queue that carry `data-error` = `code`. */
+/**
+ * Rows that met the unreachable server: tried and waiting (`code`), or still waiting for the
+ * server's answer whether it has their bytes already (a pick asks before it sends: re-picks).
+ */
 function rowsWithError(page, code) {
-  return page.$$eval(`[data-client-upload-id][data-error="${code}"]`, (els) => els.length);
+  return page.$$eval(`[data-client-upload-id][data-error="${code}"], [data-client-upload-id][data-check="ask"]`, (els) => els.length);
 }
 
 /** The queue's keys as IndexedDB keeps them. */
