@@ -11,6 +11,9 @@ import { h, api, ApiError, remember, remembered } from './util.js';
 import { t } from './i18n.js';
 import { JoinView, joinKey } from './join-view.js';
 
+/** Where this device notes that its guest joined the event (the page then never trusts a kept copy's "not joined"). */
+const joinedKey = (slug) => `confetti.joined.${slug}`;
+
 /** The views beside joining, loaded once the name form (if it is needed) shows. */
 function views() {
   return Promise.all([
@@ -77,7 +80,11 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   });
   const join = new JoinView({ slug, section: joinSection, onJoined: async () => (await entering)() });
   if (typed?.value) join.name.value = typed.value;
-  if (boot && !boot.me) join.show();
+  // A page that says "not joined" may be a copy the service worker kept from before the guest
+  // joined on this phone: then the server is asked (and, with no connection, the queue shows).
+  const joinedHere = remembered(joinedKey(slug)) === '1';
+  const bootSaysNew = Boolean(boot && !boot.me && !joinedHere);
+  if (bootSaysNew) join.show();
   else if (typed?.focused) join.name.focus();
 
   const [info, v] = await Promise.all([serverInfo(boot), views()]);
@@ -186,6 +193,7 @@ export async function guestPage({ slug, event, main, messages, boot }) {
 
   function showMe(known) {
     me = known;
+    remember(joinedKey(slug), '1');
     quota.render(me);
     uploads.setBlocked(Boolean(me.blocked));
     guestbook.setBlocked(Boolean(me.blocked));
@@ -237,7 +245,7 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   for (const item of restored) uploads.render(item);
   awake?.update();
   try {
-    me = boot ? boot.me : await api('GET', '/api/v1/me');
+    me = boot && (boot.me || bootSaysNew) ? boot.me : await api('GET', '/api/v1/me');
   } catch (e) {
     me = null;
     if (!(e instanceof ApiError) || e.status !== 401) {

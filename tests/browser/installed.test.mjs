@@ -113,6 +113,42 @@ test('the installed page opens with the server away and shows the queue from the
   }
 });
 
+test('a page kept from before the guest joined, opened with the server away, shows the queue and not the name form', { timeout: 120_000 }, async () => {
+  const browser = await launchBrowser();
+  const v = await venue('installed-kept-before-joining');
+  try {
+    const photos = await makePhotos(browser, 2, { prefix: 'sw-kept' });
+    const context = await phone(browser, { locale: 'en-GB' });
+    const page = await context.newPage();
+    const problems = watchConsole(page);
+    // The link opened twice before joining: the worker keeps the page that says "not joined".
+    await page.goto(v.event.join_url);
+    await controlled(page);
+    await page.goto(v.event.join_url);
+    await page.locator('form.join-form button:not([disabled])').waitFor({ state: 'visible' });
+    await page.locator('input[name=display_name]').fill('Ida');
+    await page.locator('form[data-testid=join] button[type=submit]').click();
+    await page.locator('.uploader').waitFor({ state: 'visible' });
+
+    v.proxy.unreachable(true);
+    await choose(page, photos);
+    await eventually(async () => (await rowsWithError(page, 'network')) === 2, { what: 'both photos waiting' });
+    await page.reload();
+    await page.locator('[data-client-upload-id]').first().waitFor({ state: 'visible', timeout: 15_000 });
+    assert.equal(await page.locator('form.join-form').isVisible(), false, 'no name form for a guest who joined on this phone');
+    assert.equal((await states(page)).length, 2, 'the queue, from the phone');
+
+    v.proxy.unreachable(false);
+    await waitForItems(page, 2, 'done', 90_000);
+    assert.equal((await v.server.uploads(v.event)).length, 2, 'each photo stored once');
+    assert.deepEqual(problems, []);
+    await context.close();
+  } finally {
+    await browser.close();
+    await v.close();
+  }
+});
+
 test("the event's page offers to install itself, with the event's name", { timeout: 120_000 }, async () => {
   const v = await venue('installed-offer');
   // A profile of its own (a test browser's usual contexts are incognito, where Chromium installs
