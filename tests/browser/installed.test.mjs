@@ -64,89 +64,86 @@ function queuedKeys(page) {
   );
 }
 
-test('the installed page opens with the server away and shows the queue from the phone', { timeout: 120_000 }, async () => {
+/** A venue, a browser, two photos and a phone-sized page watched for console errors, for `run`. */
+async function onVenuePhone(name, prefix, run) {
   const browser = await launchBrowser();
-  const v = await venue('installed-offline');
+  const v = await venue(name);
   try {
-    const photos = await makePhotos(browser, 2, { prefix: 'sw-offline' });
+    const photos = await makePhotos(browser, 2, { prefix });
     const context = await phone(browser, { locale: 'en-GB' });
     const page = await context.newPage();
     const problems = watchConsole(page);
-    await join(page, v.event, 'Mia');
-    await controlled(page);
-
-    // Installable: Chromium reads the event's manifest and finds nothing missing.
-    const cdp = await context.newCDPSession(page);
-    const manifest = await cdp.send('Page.getAppManifest');
-    assert.deepEqual(manifest.errors, [], 'the manifest parses');
-    assert.equal(JSON.parse(manifest.data).name, 'Lena & Tom');
-    const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
-    // (A test browser's contexts are incognito ones, which Chromium never installs from.)
-    assert.deepEqual(installabilityErrors.filter((e) => e.errorId !== 'in-incognito'), [], 'the page is installable');
-
-    // One visit through the worker keeps the event's own page (its name, who the guest is).
-    await page.reload();
-    await page.locator('.uploader').waitFor({ state: 'visible' });
-
-    v.proxy.unreachable(true);
-    await choose(page, photos);
-    await eventually(async () => (await rowsWithError(page, 'network')) === 2, { what: 'both photos tried and waiting' });
-    const keys = (await queuedKeys(page)).sort();
-    assert.equal(keys.length, 2);
-
-    await page.reload();
-    await page.locator('#event-name').filter({ hasText: 'Lena & Tom' }).waitFor({ timeout: 10_000 });
-    const shown = await states(page);
-    assert.deepEqual(shown.map((s) => s.key).sort(), keys, 'the same photos, under the same keys, from the phone');
-    assert.ok(shown.every((s) => s.state === 'queued' || s.state === 'uploading' || (s.state === 'failed' && s.error === 'network')), JSON.stringify(shown));
-    await screenshot(page, 'installed-offline');
-    assert.equal((await v.server.uploads(v.event)).length, 0);
-
-    v.proxy.unreachable(false);
-    await waitForItems(page, 2, 'done', 90_000);
-    assert.equal((await v.server.uploads(v.event)).length, 2, 'each photo stored once');
-    assert.deepEqual(problems, []);
+    await run({ v, photos, context, page, problems });
     await context.close();
   } finally {
     await browser.close();
     await v.close();
   }
+}
+
+test('the installed page opens with the server away and shows the queue from the phone', { timeout: 120_000 }, async () => {
+  await onVenuePhone('installed-offline', 'sw-offline', async ({ v, photos, context, page, problems }) => {
+  await join(page, v.event, 'Mia');
+  await controlled(page);
+
+  // Installable: Chromium reads the event's manifest and finds nothing missing.
+  const cdp = await context.newCDPSession(page);
+  const manifest = await cdp.send('Page.getAppManifest');
+  assert.deepEqual(manifest.errors, [], 'the manifest parses');
+  assert.equal(JSON.parse(manifest.data).name, 'Lena & Tom');
+  const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
+  // (A test browser's contexts are incognito ones, which Chromium never installs from.)
+  assert.deepEqual(installabilityErrors.filter((e) => e.errorId !== 'in-incognito'), [], 'the page is installable');
+
+  // One visit through the worker keeps the event's own page (its name, who the guest is).
+  await page.reload();
+  await page.locator('.uploader').waitFor({ state: 'visible' });
+
+  v.proxy.unreachable(true);
+  await choose(page, photos);
+  await eventually(async () => (await rowsWithError(page, 'network')) === 2, { what: 'both photos tried and waiting' });
+  const keys = (await queuedKeys(page)).sort();
+  assert.equal(keys.length, 2);
+
+  await page.reload();
+  await page.locator('#event-name').filter({ hasText: 'Lena & Tom' }).waitFor({ timeout: 10_000 });
+  const shown = await states(page);
+  assert.deepEqual(shown.map((s) => s.key).sort(), keys, 'the same photos, under the same keys, from the phone');
+  assert.ok(shown.every((s) => s.state === 'queued' || s.state === 'uploading' || (s.state === 'failed' && s.error === 'network')), JSON.stringify(shown));
+  await screenshot(page, 'installed-offline');
+  assert.equal((await v.server.uploads(v.event)).length, 0);
+
+  v.proxy.unreachable(false);
+  await waitForItems(page, 2, 'done', 90_000);
+  assert.equal((await v.server.uploads(v.event)).length, 2, 'each photo stored once');
+  assert.deepEqual(problems, []);
+  });
 });
 
 test('a page kept from before the guest joined, opened with the server away, shows the queue and not the name form', { timeout: 120_000 }, async () => {
-  const browser = await launchBrowser();
-  const v = await venue('installed-kept-before-joining');
-  try {
-    const photos = await makePhotos(browser, 2, { prefix: 'sw-kept' });
-    const context = await phone(browser, { locale: 'en-GB' });
-    const page = await context.newPage();
-    const problems = watchConsole(page);
-    // The link opened twice before joining: the worker keeps the page that says "not joined".
-    await page.goto(v.event.join_url);
-    await controlled(page);
-    await page.goto(v.event.join_url);
-    await page.locator('form.join-form button:not([disabled])').waitFor({ state: 'visible' });
-    await page.locator('input[name=display_name]').fill('Ida');
-    await page.locator('form[data-testid=join] button[type=submit]').click();
-    await page.locator('.uploader').waitFor({ state: 'visible' });
+  await onVenuePhone('installed-kept-before-joining', 'sw-kept', async ({ v, photos, context, page, problems }) => {
+  // The link opened twice before joining: the worker keeps the page that says "not joined".
+  await page.goto(v.event.join_url);
+  await controlled(page);
+  await page.goto(v.event.join_url);
+  await page.locator('form.join-form button:not([disabled])').waitFor({ state: 'visible' });
+  await page.locator('input[name=display_name]').fill('Ida');
+  await page.locator('form[data-testid=join] button[type=submit]').click();
+  await page.locator('.uploader').waitFor({ state: 'visible' });
 
-    v.proxy.unreachable(true);
-    await choose(page, photos);
-    await eventually(async () => (await rowsWithError(page, 'network')) === 2, { what: 'both photos waiting' });
-    await page.reload();
-    await page.locator('[data-client-upload-id]').first().waitFor({ state: 'visible', timeout: 15_000 });
-    assert.equal(await page.locator('form.join-form').isVisible(), false, 'no name form for a guest who joined on this phone');
-    assert.equal((await states(page)).length, 2, 'the queue, from the phone');
+  v.proxy.unreachable(true);
+  await choose(page, photos);
+  await eventually(async () => (await rowsWithError(page, 'network')) === 2, { what: 'both photos waiting' });
+  await page.reload();
+  await page.locator('[data-client-upload-id]').first().waitFor({ state: 'visible', timeout: 15_000 });
+  assert.equal(await page.locator('form.join-form').isVisible(), false, 'no name form for a guest who joined on this phone');
+  assert.equal((await states(page)).length, 2, 'the queue, from the phone');
 
-    v.proxy.unreachable(false);
-    await waitForItems(page, 2, 'done', 90_000);
-    assert.equal((await v.server.uploads(v.event)).length, 2, 'each photo stored once');
-    assert.deepEqual(problems, []);
-    await context.close();
-  } finally {
-    await browser.close();
-    await v.close();
-  }
+  v.proxy.unreachable(false);
+  await waitForItems(page, 2, 'done', 90_000);
+  assert.equal((await v.server.uploads(v.event)).length, 2, 'each photo stored once');
+  assert.deepEqual(problems, []);
+  });
 });
 
 test("the event's page offers to install itself, with the event's name", { timeout: 120_000 }, async () => {
