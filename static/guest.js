@@ -244,10 +244,13 @@ export async function guestPage({ slug, event, main, messages, boot }) {
   const restored = await queue.load();
   for (const item of restored) uploads.render(item);
   awake?.update();
+  // A guest who joined while the page loaded (the name form shows before the rest) has their
+  // views shown by joining already: what the page learns here is older than that.
+  let found;
   try {
-    me = boot && (boot.me || bootSaysNew) ? boot.me : await api('GET', '/api/v1/me');
+    found = boot && (boot.me || bootSaysNew) ? boot.me : await api('GET', '/api/v1/me');
   } catch (e) {
-    me = null;
+    if (me) return;
     if (!(e instanceof ApiError) || e.status !== 401) {
       // Offline on load (no connection, or the server away while the phone has one, as when
       // the service worker showed the page): show the queue; it goes out once the server
@@ -271,6 +274,8 @@ export async function guestPage({ slug, event, main, messages, boot }) {
       return;
     }
   }
+  if (me) return;
+  me = found;
   if (me && me.event === slug) await enter(me);
   // (Shown already when the page said so: a name being typed, or an answer shown, stays.)
   else if (joinSection.hidden) showJoin();
