@@ -72,31 +72,52 @@ RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver 2>/dev/null || command -v c
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__-W__CLIPPY_HACKERY__clippy::undocumented_unsafe_blocks__CLIPPY_HACKERY__"
 
-echo "== Lints and Rust tests (clippy with -D warnings while building; SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"
-cargo test --locked --all-targets
-
-if [ -f tests/browser/package.json ]; then
-  echo "== Browser tests (Chromium)"
-  missing=()
-  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-  command -v node >/dev/null 2>&1 || missing+=(nodejs)
-  command -v npm >/dev/null 2>&1 || missing+=(npm)
-  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
-  # The server binary the Rust tests just built (target/debug/confetti). A plain `cargo build`
-  # would build it again without the tests' dev-dependency features: 24 crates, minutes on 2 cores.
-  cargo test --locked --all-targets --no-run --quiet
-  # One test file at a time where node can be told so (node 20+); each starts its own server.
-  concurrency=()
-  if node --help 2>/dev/null | grep -- --test-concurrency >/dev/null; then concurrency=(--test-concurrency=1); fi
-  (cd tests/browser && npm ci --no-audit --no-fund --silent && node --test "${concurrency[@]}")
-fi
-
-echo "== The API reference as clients meet it (a generated TypeScript client, Schemathesis)"
+# What the browser tests and the contract check run on: Chromium and Node (the browser tests),
+# Python's venv (Schemathesis), ffmpeg (test clips). Installed here, before the suites run side
+# by side, so no two of them call apt at once.
 missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
-cargo test --locked --all-targets --no-run --quiet
-scripts/contract.sh
+
+echo "== Lints and the tests' build (clippy with -D warnings while building)"
+cargo test --locked --all-targets --no-run
+
+# Two lanes side by side on the one build: the Rust tests; and the browser tests, then the API
+# reference as clients meet it. Much of either lane waits (for a killed instance's lease, a
+# throttled network, a retry's back-off), so together they take about the longer lane's time
+# instead of the sum. Each line is marked with its lane; each lane ends with its verdict.
+rust_lane() {
+  echo "== Rust tests (SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"
+  cargo test --locked --all-targets
+}
+page_lane() {
+  echo "== Browser tests (Chromium)"
+  # One test file at a time where node can be told so (node 20+); each starts its own server
+  # on target/debug/confetti, the binary the tests' build made.
+  local concurrency=()
+  if node --help 2>/dev/null | grep -- --test-concurrency >/dev/null; then concurrency=(--test-concurrency=1); fi
+  # (`set -e` does not hold inside a lane, which runs as the left side of `||`: each step's
+  # status is kept by hand.)
+  local status=0
+  (cd tests/browser && npm ci --no-audit --no-fund --silent && node --test "${concurrency[@]}") || status=$?
+  echo "== The API reference as clients meet it (a generated TypeScript client, Schemathesis)"
+  scripts/contract.sh || status=$?
+  return "$status"
+}
+lane() {
+  local name=$1 started=$SECONDS status=0
+  "${name}_lane" > >(sed -u "s/^/[$name] /") 2>&1 || status=$?
+  echo "[$name] == lane ended with status $status after $((SECONDS - started)) s"
+  return "$status"
+}
+lane rust & rust=$!
+lane page & page=$!
+status=0
+wait "$rust" || status=1
+wait "$page" || status=1
+if [ "$status" != 0 ]; then echo "== FAILED: see the lane whose status is not 0 above" >&2; fi
+exit "$status"

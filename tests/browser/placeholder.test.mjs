@@ -18,6 +18,10 @@ for (const backend of backends()) {
       const id = await uploadPhoto(server, event, anna, photo);
       const ready = await eventually(async () => (await server.uploads(event)).find((u) => u.id === id && u.status === 'ready'), { what: 'the derivatives' });
       assert.match(ready.placeholder, /^[A-Za-z0-9+/]+=*$/, 'the Upload carries its placeholder');
+      // Thumbs first: `ready` comes with the JPEG thumb; the AVIF thumb is made after, with the
+      // preview, whose URL answers 307 (to the thumb) until then.
+      const previewMade = async () => (await fetch(`${server.base}/api/v1/uploads/${id}/preview`, { headers: { Authorization: `Bearer ${event.organiserToken}` }, redirect: 'manual' })).status === 200;
+      await eventually(previewMade, { what: 'the preview and the AVIF thumb' });
 
       await onPhone(browser, { locale: 'en-US' }, async (page) => {
         const problems = watchConsole(page);
@@ -67,10 +71,13 @@ for (const backend of backends()) {
           return el && el.naturalWidth > 0 && el.dataset.placeholder === 'done';
         }, `[data-testid=gallery] .tile[data-upload-id="${id}"] img`);
         assert.equal(await img.evaluate((el) => getComputedStyle(el).backgroundImage), 'none', 'the placeholder goes once the thumb is there');
-        assert.equal(thumbs.length, 1);
-        assert.match(thumbs[0].accept, /image\/avif/, 'Chromium lists AVIF for images');
-        assert.equal(thumbs[0].type, 'image/avif');
-        assert.equal(thumbs[0].vary, 'Accept');
+        // Once, or twice when the tile was drawn again while its first request was held back.
+        assert.ok(thumbs.length >= 1 && thumbs.length <= 2, JSON.stringify(thumbs));
+        for (const thumb of thumbs) {
+          assert.match(thumb.accept, /image\/avif/, 'Chromium lists AVIF for images');
+          assert.equal(thumb.type, 'image/avif');
+          assert.equal(thumb.vary, 'Accept');
+        }
         await screenshot(page, 'placeholder-thumb-arrived-390x844');
         assert.deepEqual(problems, []);
       });

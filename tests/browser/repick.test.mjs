@@ -153,12 +153,18 @@ test('a pick whose question is cut by a reload asks again after it; a server tha
       // Reloaded: the stored items ask again, and go.
       await page.unrouteAll({ behavior: 'ignoreErrors' });
       await page.reload();
-      await waitForItems(page, 2, 'done');
-      assert.equal((await server.uploads(event)).length, 2);
+      // Sent after the reload: by the page, or by the service worker while no page of the event
+      // was open (then the reloaded page has no row left for them).
+      await eventually(async () => (await server.uploads(event)).length === 2, { what: 'the two photos stored' });
+      await page.waitForFunction(() => [...document.querySelectorAll('[data-client-upload-id]')].every((e) => e.dataset.uploadState === 'done'));
       // A server that refuses the question (as one without it would: 404): the photos go unchecked.
       await page.route('**/uploads/known', (route) => route.fulfill({ status: 404, contentType: 'application/problem+json', body: '{"code":"not_found"}' }));
       await choose(page, copiesOf(f.photos.slice(2, 3), 'unasked'));
-      await waitForItems(page, 3, 'done');
+      await eventually(async () => (await server.uploads(event)).length === 3, { what: 'the unchecked photo stored' });
+      await page.waitForFunction(() => {
+        const rows = [...document.querySelectorAll('[data-client-upload-id]')];
+        return rows.length > 0 && rows.every((e) => e.dataset.uploadState === 'done');
+      });
       assert.equal((await server.uploads(event)).length, 3);
     });
   } finally {
