@@ -2,8 +2,8 @@
 //! and checks invariants, not a test; its figures go into `docs/benchmarks.md`.
 //!
 //! ```text
-//! cargo build --release
-//! cargo run --release --example bench_burst -- [--setups sqlite,postgres,cluster] [--guests 300] [--kill]
+//! cargo build --release --examples
+//! cargo run --release --example bench_burst -- [--setups sqlite,postgres,cluster] [--guests 300] [--kill] [--capacity]
 //! ```
 //!
 //! Per set-up, against a fresh server (release binary, default settings):
@@ -22,6 +22,11 @@
 //! * Invariants: one upload per key and no other, each guest's `used_bytes` and the event's
 //!   equal to what they stored, every upload `ready`; on S3 nothing under `tmp/` and no
 //!   multipart upload left open.
+//!
+//! * `--capacity` instead: every guest joins first, then all send at once, uploads only (no
+//!   cuts, re-sends, polls or listeners), against each set-up and against the bare reference
+//!   (`bench_upload --bare-server`: the same multipart body streamed to a file and hashed, no
+//!   database) in the same run; photos a second and the ratio to the bare reference.
 //!
 //! Set-ups: `sqlite` (one instance, local directory), `postgres` (one instance, a scratch
 //! database on `TEST_DATABASE_URL`, local directory), `cluster` (two instances on PostgreSQL
@@ -78,6 +83,9 @@ struct Args {
     /// Kill one of the cluster's instances (SIGKILL) when half the uploads are in.
     #[arg(long)]
     kill: bool,
+    /// All guests send at once, uploads only, against each set-up and the bare reference.
+    #[arg(long)]
+    capacity: bool,
     /// How long to wait for every photo to be announced after the last upload.
     #[arg(long, default_value_t = 600)]
     ready_limit_s: u64,
@@ -142,6 +150,9 @@ fn main() -> Result<()> {
             args.photos,
             args.jpeg_bytes as f64 / 1e6
         );
+        if args.capacity {
+            return capacity_runs(&args, &bin, &photos).await;
+        }
         println!(
             "\n| set-up | stored / sent | upload p50 / p99 | list p99 | thumb p50 / p99 | last upload → all `ready` | last upload → all derivatives | stored → shown p50 / p99 |"
         );
@@ -187,6 +198,131 @@ async fn start(name: &str, bin: &std::path::Path) -> Result<Setup> {
     }
 }
 
+/// `--capacity`: the bare reference first, then each set-up, one line each.
+async fn capacity_runs(args: &Args, bin: &std::path::Path, photos: &[Bytes]) -> Result<()> {
+    println!(
+        "\n| set-up | stored / sent | all sent in | photos / s | MB / s | upload p50 / p99 | against the bare reference |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let bare = start_bare().await?;
+    let plain = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(120)).build()?;
+    let reference = capacity(args, &plain, &bare.base, None, photos).await?;
+    println!("| bare reference | {} | — |", reference.line());
+    drop(bare);
+    for name in &args.setups {
+        let setup = start(name, bin).await?;
+        match capacity(args, &setup.client, &setup.base, Some(&setup.join_bases), photos).await {
+            Ok(run) => println!("| {name} | {} | {:.2}× |", run.line(), run.per_second() / reference.per_second()),
+            Err(e) => println!("| {name} | FAILED: {e:#} |"),
+        }
+        drop(setup);
+    }
+    Ok(())
+}
+
+/// The bare reference server: `bench_upload --bare-server`, the example built beside this one.
+async fn start_bare() -> Result<ChildServer> {
+    let exe = std::env::current_exe()?;
+    let bench_upload = exe.with_file_name("bench_upload");
+    ensure!(bench_upload.is_file(), "{} is missing: cargo build --release --examples", bench_upload.display());
+    let dir = tempfile::Builder::new().prefix("bare-burst-").tempdir()?;
+    let addr = support::child::free_loopback_port()?;
+    let files = dir.path().join("files");
+    std::fs::create_dir_all(&files)?;
+    let mut command = std::process::Command::new(bench_upload);
+    command.arg("--bare-server").arg(addr.port().to_string()).arg(&files).stdin(std::process::Stdio::piped());
+    ChildServer::spawn("bare", command, addr, dir).await
+}
+
+/// One capacity run's figures.
+struct Capacity {
+    stored: usize,
+    sent: usize,
+    bytes: u64,
+    took: Duration,
+    upload_ms: Vec<Duration>,
+}
+
+impl Capacity {
+    fn per_second(&self) -> f64 {
+        self.stored as f64 / self.took.as_secs_f64()
+    }
+
+    fn line(&self) -> String {
+        let mut up = self.upload_ms.clone();
+        up.sort();
+        format!(
+            "{} / {} | {:.1} s | {:.1} | {:.1} | {:.1} / {:.1} ms",
+            self.stored,
+            self.sent,
+            self.took.as_secs_f64(),
+            self.per_second(),
+            self.bytes as f64 / 1e6 / self.took.as_secs_f64(),
+            ms(percentile(&up, 50.0)),
+            ms(percentile(&up, 99.0)),
+        )
+    }
+}
+
+/// Every guest joins (on Confetti: `join_bases`; the bare reference takes anyone), then all send
+/// their photos at once, one after another each; timed from the first byte to the last answer.
+async fn capacity(
+    args: &Args,
+    client: &reqwest::Client,
+    base: &str,
+    join_bases: Option<&[String]>,
+    photos: &[Bytes],
+) -> Result<Capacity> {
+    let (slug, tokens) = match join_bases {
+        None => ("bare".to_owned(), vec!["bare".to_owned(); args.guests]),
+        Some(join_bases) => {
+            let event = support::api::create_event(client, base, None).await?;
+            let joins =
+                (0..args.guests).map(|g| join(&join_bases[g % join_bases.len()], &event.slug, &event.join_token, g));
+            let tokens = futures_util::future::try_join_all(joins).await?;
+            (event.slug, tokens)
+        }
+    };
+    let started = Instant::now();
+    let sends = tokens.into_iter().map(|token| {
+        let (client, base, slug) = (client.clone(), base.to_owned(), slug.clone());
+        async move {
+            let mut sent = Vec::new();
+            for photo in photos {
+                sent.push(upload_until_stored(&client, &base, &slug, &token, Uuid::new_v4(), photo).await?);
+            }
+            Ok::<_, anyhow::Error>(sent)
+        }
+    });
+    let sent = futures_util::future::try_join_all(sends).await?;
+    let took = started.elapsed();
+    let sent: Vec<_> = sent.into_iter().flatten().collect();
+    let ids: HashSet<&String> = sent.iter().map(|(id, ..)| id).collect();
+    Ok(Capacity {
+        stored: ids.len(),
+        sent: args.guests * photos.len(),
+        bytes: photos.iter().map(|p| p.len() as u64).sum::<u64>() * args.guests as u64,
+        took,
+        upload_ms: sent.iter().map(|(_, _, took)| *took).collect(),
+    })
+}
+
+/// Guest `g` joins directly at `join_base`, from an address of its own (`X-Forwarded-For`: the
+/// join budget is per address); its token.
+async fn join(join_base: &str, slug: &str, join_token: &str, g: usize) -> Result<String> {
+    let plain = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).build()?;
+    let joined: Value = plain
+        .post(format!("{join_base}/api/v1/events/{slug}/guests"))
+        .header("X-Forwarded-For", format!("10.{}.{}.{}", g >> 16 & 255, g >> 8 & 255, g & 255))
+        .json(&json!({"join_token": join_token, "display_name": format!("Guest {g}")}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    Ok(joined["token"].as_str().context("join without token")?.to_owned())
+}
+
 /// A small deterministic generator, so each run cuts and re-sends the same uploads.
 fn chance(seed: u64, percent: u64) -> bool {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
@@ -214,17 +350,7 @@ async fn burst(args: &Args, setup: &Setup, photos: &[Bytes]) -> Result<String> {
         let at = Duration::from_secs(args.join_window_s).mul_f64(g as f64 / args.guests as f64);
         guests.push(tokio::spawn(async move {
             tokio::time::sleep(at).await;
-            let plain = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(30)).build()?;
-            let joined: Value = plain
-                .post(format!("{join_base}/api/v1/events/{slug}/guests"))
-                .header("X-Forwarded-For", format!("10.{}.{}.{}", g >> 16 & 255, g >> 8 & 255, g & 255))
-                .json(&json!({"join_token": join_token, "display_name": format!("Guest {g}")}))
-                .send()
-                .await?
-                .error_for_status()?
-                .json()
-                .await?;
-            let token = joined["token"].as_str().context("join without token")?.to_owned();
+            let token = join(&join_base, &slug, &join_token, g).await?;
             if g < args.listeners {
                 tokio::spawn(listen(
                     client.clone(),
