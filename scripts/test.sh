@@ -87,9 +87,10 @@ echo "== Lints and the tests' build (clippy with -D warnings while building)"
 cargo test --locked --all-targets --no-run
 
 # Two lanes side by side on the one build: the Rust tests; and the browser tests, then the API
-# reference as clients meet it. Much of either lane waits (for a killed instance's lease, a
-# throttled network, a retry's back-off), so together they take about the longer lane's time
-# instead of the sum. Each line is marked with its lane; each lane ends with its verdict.
+# reference as clients meet it. Parts of either lane wait (for a killed instance's lease, a
+# throttled network, a retry's back-off) while the other computes: on 2 cores the lanes took
+# 21 minutes against 26.5 one after another (docs/benchmarks.md, "The test run in two lanes").
+# Each line is marked with its lane; each lane ends with its verdict.
 rust_lane() {
   echo "== Rust tests (SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"
   cargo test --locked --all-targets
