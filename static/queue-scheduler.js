@@ -259,7 +259,10 @@ export class UploadQueue {
         item.check = null;
         const upload = stored.get(item.sha256);
         if (upload) {
-          item.recognised = true;
+          // Under this item's own key (the service worker sent it while this page loaded, or an
+          // answer was lost): already uploaded, as the preflight says, but not a re-pick of an
+          // earlier photo.
+          item.recognised = upload.client_upload_id !== item.client_upload_id;
           await this.done(item, upload, true);
         } else {
           go.push(item);

@@ -171,3 +171,44 @@ test('a pick whose question is cut by a reload asks again after it; a server tha
     await server.stop();
   }
 });
+
+test('a photo stored under its own key while the page asked about it is already uploaded, not sent before', { timeout: 90_000 }, async () => {
+  const server = await startServer({ name: 'repick-own-key' });
+  try {
+    const event = await server.createEvent();
+    const [photo] = f.photos;
+    await onPhone(f.browser, { locale: 'en-GB' }, async (page) => {
+      await join(page, event, 'Aunt Lou');
+      // The page's question waits while the same photo is stored under the queue item's own key,
+      // as when the service worker sends the queue while a page of the event loads.
+      let release;
+      const released = new Promise((resolve) => {
+        release = resolve;
+      });
+      let asked = 0;
+      await page.route('**/uploads/known', async (route) => {
+        asked += 1;
+        await released;
+        await route.continue();
+      });
+      await choose(page, [photo]);
+      await eventually(() => asked === 1, { what: 'the question' });
+      const key = await page.locator('[data-client-upload-id]').first().getAttribute('data-client-upload-id');
+      const sent = await page.request.post(`${server.base}/api/v1/events/${event.slug}/uploads`, {
+        multipart: { client_upload_id: key, file: { name: path.basename(photo), mimeType: 'image/jpeg', buffer: fs.readFileSync(photo) } },
+      });
+      assert.equal(sent.status(), 201);
+      release();
+      await waitForItems(page, 1, 'done');
+      const row = page.locator(`[data-client-upload-id="${key}"]`);
+      assert.equal(await row.getAttribute('data-recognised'), null, 'this photo, not an earlier one');
+      assert.equal(await row.locator('.q-state').textContent(), 'Already uploaded', 'as after a lost answer');
+      assert.notEqual(await row.locator('.q-msg').textContent().catch(() => ''), 'You sent this before — nothing was sent again.');
+      const stored = await server.uploads(event);
+      assert.equal(stored.length, 1);
+      assert.equal(stored[0].client_upload_id, key);
+    });
+  } finally {
+    await server.stop();
+  }
+});
