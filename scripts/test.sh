@@ -103,15 +103,24 @@ page_lane() {
   if node --help 2>/dev/null | grep -- --test-concurrency >/dev/null; then concurrency=(--test-concurrency=1); fi
   # (`set -e` does not hold inside a lane, which runs as the left side of `||`: each step's
   # status is kept by hand.)
-  local status=0
-  (cd tests/browser && npm ci --no-audit --no-fund --silent && node --test "${concurrency[@]}") || status=$?
+  local status=0 step=0
+  (cd tests/browser && npm ci --no-audit --no-fund --silent && node --test "${concurrency[@]}") || step=$?
+  echo "== browser tests ended with status $step"
+  [ "$step" = 0 ] || status=$step
   echo "== The API reference as clients meet it (a generated TypeScript client, Schemathesis)"
-  scripts/contract.sh || status=$?
+  step=0
+  scripts/contract.sh || step=$?
+  echo "== contract check ended with status $step"
+  [ "$step" = 0 ] || status=$step
   return "$status"
 }
+# Each lane's output also goes to target/test-lanes/LANE.log, so the end of the run can name what
+# failed: the two lanes' lines are interleaved above, and a CI log is often read from its tail.
+logs=target/test-lanes
+mkdir -p "$logs"
 lane() {
   local name=$1 started=$SECONDS status=0
-  "${name}_lane" > >(sed -u "s/^/[$name] /") 2>&1 || status=$?
+  "${name}_lane" > >(tee "$logs/$name.log" | sed -u "s/^/[$name] /") 2>&1 || status=$?
   echo "[$name] == lane ended with status $status after $((SECONDS - started)) s"
   return "$status"
 }
@@ -120,5 +129,14 @@ lane page & page=$!
 status=0
 wait "$rust" || status=1
 wait "$page" || status=1
-if [ "$status" != 0 ]; then echo "== FAILED: see the lane whose status is not 0 above" >&2; fi
+if [ "$status" != 0 ]; then
+  sleep 1 # the lanes' last lines are still on their way through tee
+  {
+    echo "== FAILED. What failed, lane by lane (whole output in $logs/):"
+    # cargo's failed tests and their panics; node's failed tests (TAP's "not ok", the spec
+    # reporter's ✖); a step's verdict that is not 0.
+    grep -hE '^test .* FAILED$|panicked at|^error(\[|:)|test result: FAILED|^ *not ok |^ *✖ |== .* ended with status [1-9]' \
+      "$logs/rust.log" "$logs/page.log" | sed 's/^/  /' | head -60
+  } >&2
+fi
 exit "$status"
