@@ -93,7 +93,8 @@ cargo test --locked --all-targets --no-run
 # Each line is marked with its lane; each lane ends with its verdict.
 rust_lane() {
   echo "== Rust tests (SQLite, PostgreSQL at ${TEST_DATABASE_URL%%@*}@…, S3 through s3s-fs)"
-  cargo test --locked --all-targets
+  # Every test binary runs, also after one has failed: the run names all that failed at once.
+  cargo test --locked --all-targets --no-fail-fast
 }
 page_lane() {
   echo "== Browser tests (Chromium)"
@@ -134,8 +135,8 @@ if [ "$status" != 0 ]; then
   {
     echo "== FAILED. What failed, lane by lane (whole output in $logs/):"
     # cargo's failed tests and their panics; node's failed tests (TAP's "not ok", the spec
-    # reporter's ✖); a step's verdict that is not 0.
-    grep -hE '^test .* FAILED$|panicked at|^error(\[|:)|test result: FAILED|^ *not ok |^ *✖ |== .* ended with status [1-9]' \
+    # reporter's ✖); a Schemathesis run's verdict; a step's verdict that is not 0.
+    grep -hE '^test .* FAILED$|panicked at|^error(\[|:)|test result: FAILED|^ *not ok |^ *✖ |^schemathesis as the .*: exit [1-9]|== .* ended with status [1-9]' \
       "$logs/rust.log" "$logs/page.log" | sed 's/^/  /' | head -60
   } >&2
 fi
