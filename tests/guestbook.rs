@@ -116,15 +116,7 @@ async fn under_the_review_gate_a_message_waits_for_the_hosts_approval(backend: B
     let organiser = app.organiser_login(&event).await;
     let anna = app.join(&event, "Anna").await;
     let ben = app.join(&event, "Ben").await;
-    let gate = app
-        .client
-        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
-        .bearer_auth(&organiser)
-        .json(&json!({"review_uploads": true}))
-        .send()
-        .await
-        .expect("PATCH event");
-    assert_eq!(gate.status(), StatusCode::OK);
+    app.change_event(&event, &organiser, json!({"review_uploads": true})).await;
 
     let message = written(&app, &event, &anna, "Wir freuen uns so!").await;
     assert_eq!(message["review"], "pending");
@@ -264,15 +256,7 @@ async fn the_live_stream_announces_messages_and_their_removal_and_waiting_ones_o
     assert_eq!((kind.as_str(), &data), ("guestbook_removed", &json!({"id": id})));
 
     // Under the review gate a message reaches other guests only once approved.
-    let gate = app
-        .client
-        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
-        .bearer_auth(&organiser)
-        .json(&json!({"review_uploads": true}))
-        .send()
-        .await
-        .expect("PATCH event");
-    assert_eq!(gate.status(), StatusCode::OK);
+    app.change_event(&event, &organiser, json!({"review_uploads": true})).await;
     let waiting = written(&app, &event, &anna, "Erst nach der Freigabe").await;
     assert_eq!(waiting["review"], "pending");
     moderate(&app, &event, &organiser, waiting["id"].as_str().expect("id"), json!({"approved": true})).await;

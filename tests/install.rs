@@ -15,18 +15,8 @@ both_backends!(the_service_worker_names_this_builds_files_and_a_share_without_it
 
 async fn an_events_manifest_carries_its_name_and_opens_its_page(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let event = app.create_event().await;
-    let organiser = app.organiser_login(&event).await;
     let name = "Anna & Ben \"im Garten\" 🎉";
-    let renamed = app
-        .client
-        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
-        .bearer_auth(&organiser)
-        .json(&json!({"name": name}))
-        .send()
-        .await
-        .expect("rename");
-    assert_eq!(renamed.status(), StatusCode::OK);
+    let event = app.create_event_named(name).await;
 
     let page = app.client.get(app.url(&format!("/e/{}", event.slug))).send().await.expect("page");
     let html = page.text().await.expect("html");

@@ -77,15 +77,7 @@ async fn each_action_changes_the_selected_photos_and_answers_per_photo(backend: 
     let app = TestApp::spawn(backend).await;
     let event = app.create_event().await;
     let organiser = app.organiser_login(&event).await;
-    let gate = app
-        .client
-        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
-        .bearer_auth(&organiser)
-        .json(&json!({"review_uploads": true}))
-        .send()
-        .await
-        .expect("gate");
-    assert_eq!(gate.status(), StatusCode::OK);
+    app.change_event(&event, &organiser, json!({"review_uploads": true})).await;
     let anna = app.join(&event, "Anna").await;
     let ben = app.join(&event, "Ben").await;
     let a = ready_photo(&app, &anna, 20).await;

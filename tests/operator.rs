@@ -272,15 +272,7 @@ async fn a_replay_is_answered_even_when_the_event_is_full(backend: Backend) {
     assert_eq!(app.upload(&guest, &photo, Some(key)).await.status(), StatusCode::CREATED);
 
     let organiser = app.organiser_login(&event).await;
-    let changed = app
-        .client
-        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
-        .bearer_auth(&organiser)
-        .json(&json!({"storage_cap_bytes": 0}))
-        .send()
-        .await
-        .expect("patch");
-    assert_eq!(changed.status(), StatusCode::OK);
+    app.change_event(&event, &organiser, json!({"storage_cap_bytes": 0})).await;
 
     let replay = app.upload(&guest, &photo, Some(key)).await;
     assert_eq!(replay.status(), StatusCode::OK, "a replay is a replay, never a refusal");

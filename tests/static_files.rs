@@ -7,7 +7,7 @@ mod common;
 
 use common::{Backend, TestApp};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 both_backends!(the_page_and_its_files_come_compressed_and_versioned_files_are_kept_for_good);
 both_backends!(a_guests_event_page_carries_what_it_would_ask_first);
@@ -100,22 +100,6 @@ async fn boot(app: &TestApp, slug: &str, token: Option<&str>) -> (Option<String>
     (cache, boot)
 }
 
-/// A new event, named `name` by its organiser.
-async fn event_named(app: &TestApp, name: &str) -> common::Event {
-    let event = app.create_event().await;
-    let organiser = app.organiser_login(&event).await;
-    let renamed = app
-        .client
-        .patch(app.url(&format!("/api/v1/events/{}", event.slug)))
-        .bearer_auth(&organiser)
-        .json(&json!({"name": name}))
-        .send()
-        .await
-        .expect("rename");
-    assert_eq!(renamed.status(), StatusCode::OK);
-    event
-}
-
 /// The guest's page carries the event, the server's limits and (for one of the event's guests)
 /// the guest, as the three requests it spares would answer; a name that would end the script
 /// element stays inside it; nothing of it is for a shared cache; an unknown event's page carries
@@ -123,7 +107,7 @@ async fn event_named(app: &TestApp, name: &str) -> common::Event {
 async fn a_guests_event_page_carries_what_it_would_ask_first(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let name = "Anna & Ben</script><script>alert(1)</script>";
-    let event = event_named(&app, name).await;
+    let event = app.create_event_named(name).await;
 
     let (cache, visitor) = boot(&app, &event.slug, None).await;
     assert_eq!(cache.as_deref(), Some("private, no-cache"), "personal: never in a shared cache");
@@ -169,7 +153,7 @@ async fn a_new_visitors_page_shows_the_name_form_before_any_file_arrives(backend
     use std::io::Read;
 
     let app = TestApp::spawn(backend).await;
-    let event = event_named(&app, "Anna & Ben</h1><script>alert(1)</script>").await;
+    let event = app.create_event_named("Anna & Ben</h1><script>alert(1)</script>").await;
     let link = format!("/e/{}?join={}", event.slug, event.join_token);
 
     let page = app

@@ -449,6 +449,28 @@ impl TestApp {
         body["token"].as_str().expect("token").to_owned()
     }
 
+    /// Changes the event as its organiser (`PATCH`, which must succeed); returns the Event.
+    pub async fn change_event(&self, event: &Event, organiser: &str, changes: Value) -> Value {
+        let response = self
+            .client
+            .patch(self.url(&format!("/api/v1/events/{}", event.slug)))
+            .bearer_auth(organiser)
+            .json(&changes)
+            .send()
+            .await
+            .expect("PATCH event");
+        assert_eq!(response.status(), StatusCode::OK, "PATCH event {changes}");
+        response.json().await.expect("event json")
+    }
+
+    /// A new event, named `name` by its organiser.
+    pub async fn create_event_named(&self, name: &str) -> Event {
+        let event = self.create_event().await;
+        let organiser = self.organiser_login(&event).await;
+        self.change_event(&event, &organiser, json!({"name": name})).await;
+        event
+    }
+
     /// Uploads `bytes` as `photo.jpg`, the key (if any) sent as a part before the file.
     pub async fn upload(&self, guest: &Guest, bytes: &[u8], key: Option<Uuid>) -> reqwest::Response {
         self.upload_form(guest, upload_form(bytes, key, "photo.jpg", None), None).await
@@ -585,10 +607,11 @@ pub async fn assert_problem(response: reqwest::Response, status: StatusCode, cod
 }
 
 /// Waits until the upload's derivatives are decided (ready or failed) and every one of them is
-/// made (thumbs first: a `ready` upload's preview and AVIF follow its thumb), at most 30 s;
-/// returns the Upload.
+/// made (thumbs first: a `ready` upload's preview and AVIF follow its thumb), at most 60 s;
+/// returns the Upload. Room for a job that meets its wall-clock limit on a busy machine (the
+/// test run's other lane starving the worker at its low priority) and is tried again.
 pub async fn settled(app: &TestApp, token: &str, id: &str) -> Value {
-    settled_within(app, token, id, Duration::from_secs(30)).await
+    settled_within(app, token, id, Duration::from_secs(60)).await
 }
 
 /// Waits until the upload's derivatives are decided (ready or failed) and made, at most `limit`.
