@@ -24,10 +24,10 @@ apt_install() {
 }
 
 # A real S3-protocol server for the S3 runs of the storage tests (about 3 minutes to build once):
-# s3s-fs 0.14.1 with ListMultipartUploads, which it lacks (tests/s3s-fs-uploads). Its version
-# names s3s-fs's and the listing's own revision.
+# s3s-fs 0.14.1 with ListMultipartUploads, which it lacks (tests/s3s-fs-uploads), and which says
+# the port it listens on. Its version names s3s-fs's and the wrapper's own revision.
 S3S_FS=$(command -v s3s-fs-uploads || echo "${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs-uploads")
-if ! [ -x "$S3S_FS" ] || ! "$S3S_FS" --version 2>/dev/null | grep -q '0\.14\.1+uploads\.1'; then
+if ! [ -x "$S3S_FS" ] || ! "$S3S_FS" --version 2>/dev/null | grep -q '0\.14\.1+uploads\.2'; then
   echo "== Installing s3s-fs-uploads (s3s-fs 0.14.1 with ListMultipartUploads, for the tests)"
   cargo install --quiet --locked --force --path tests/s3s-fs-uploads
   S3S_FS="${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs-uploads"

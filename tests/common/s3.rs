@@ -25,6 +25,12 @@ pub struct S3Server {
     child: Child,
 }
 
+/// Whether `binary` is the tests' `s3s-fs-uploads`, which binds the port it is given (0: one the
+/// kernel picks) and prints `listening on <address>` once it listens.
+fn says_its_port(binary: &Path) -> bool {
+    binary.file_name().and_then(|name| name.to_str()).is_some_and(|name| name.starts_with("s3s-fs-uploads"))
+}
+
 /// Where the server's binary is: `$S3S_FS`, else `s3s-fs-uploads` (then `s3s-fs`) on the
 /// `PATH` or in cargo's bin directory.
 pub fn s3s_fs_binary() -> PathBuf {
@@ -50,26 +56,61 @@ pub fn s3s_fs_binary() -> PathBuf {
 impl S3Server {
     /// Starts a server with the bucket `BUCKET`, and waits until it accepts connections.
     pub fn start() -> Self {
-        let mut root = tempfile::tempdir().expect("S3 root");
+        let root = tempfile::tempdir().expect("S3 root");
         std::fs::create_dir(root.path().join(BUCKET)).expect("bucket directory");
         let binary = s3s_fs_binary();
+        if says_its_port(&binary) {
+            Self::start_on_any_port(&binary, root)
+        } else {
+            Self::start_on_a_free_port(&binary, root)
+        }
+    }
+
+    fn spawn(binary: &Path, port: u16, root: &Path, stdout: Stdio) -> Child {
+        Command::new(binary)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .arg(root)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "the S3 tests need s3s-fs ({}): {e}; scripts/test.sh installs it \
+                     (cargo install --locked --path tests/s3s-fs-uploads)",
+                    binary.display()
+                )
+            })
+    }
+
+    /// On port 0, reading the port from the server's first line: nothing else can take it. (A
+    /// port found free by a probe, then given to the server, can be taken by another process in
+    /// between; a probe's connection can then reach that process instead.)
+    fn start_on_any_port(binary: &Path, root: tempfile::TempDir) -> Self {
+        use std::io::BufRead;
+        let mut child = Self::spawn(binary, 0, root.path(), Stdio::piped());
+        let stdout = child.stdout.take().expect("the server's stdout");
+        let (said, heard) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = std::io::BufReader::new(stdout).lines();
+            let _ = said.send(lines.next().and_then(Result::ok));
+            // Read on until the server ends, so it never writes into a closed pipe.
+            lines.for_each(drop);
+        });
+        let line = heard.recv_timeout(Duration::from_secs(20)).ok().flatten();
+        let address = line.as_deref().and_then(|line| line.strip_prefix("listening on ")).unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("{} did not say where it listens within 20 s (it said {line:?})", binary.display())
+        });
+        S3Server { endpoint: format!("http://{address}"), root, child }
+    }
+
+    /// Plain `s3s-fs` says nothing: a port found free, then a connection that tells it listens.
+    fn start_on_a_free_port(binary: &Path, mut root: tempfile::TempDir) -> Self {
         for _ in 0..5 {
             let port = free_port();
-            let child = Command::new(&binary)
-                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-                .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-                .arg(root.path())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "the S3 tests need s3s-fs ({}): {e}; scripts/test.sh installs it \
-                         (cargo install --locked --path tests/s3s-fs-uploads)",
-                        binary.display()
-                    )
-                });
+            let child = Self::spawn(binary, port, root.path(), Stdio::null());
             let mut server = S3Server { endpoint: format!("http://127.0.0.1:{port}"), root, child };
             if server.wait_until_listening(port) {
                 return server;

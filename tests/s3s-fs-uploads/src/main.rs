@@ -168,6 +168,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let service = builder.build();
     let listener = TcpListener::bind((opt.host.as_str(), opt.port)).await?;
+    // The first line of its output, once it listens: the tests start it on port 0 and read the
+    // port here, so no other process can take the port between a probe and this bind.
+    println!("listening on {}", listener.local_addr()?);
     let http = ConnBuilder::new(TokioExecutor::new());
     loop {
         let (socket, _) = match listener.accept().await {
