@@ -1,7 +1,8 @@
 //! Where the server once answered otherwise than its contract says: an organiser's like or
 //! comment, cursors it never gave out, a `limit` past 64 bits, the losers of concurrent restores,
-//! the resumable draft's interop version on early refusals and `OPTIONS`, and the event's two
-//! views against the schemas the document gives them.
+//! a restore beside a worker ending the photo's job, the resumable draft's interop version on
+//! early refusals and `OPTIONS`, and the event's two views against the schemas the document
+//! gives them.
 
 mod common;
 
@@ -132,6 +133,48 @@ async fn the_losers_of_concurrent_restores_are_told_it_is_not_deleted(backend: B
     statuses.sort();
     assert_eq!(statuses[0], StatusCode::OK, "one restore wins: {statuses:?}");
     assert!(statuses[1..].iter().all(|s| *s == StatusCode::CONFLICT), "the others are 409: {statuses:?}");
+    app.stop().await;
+}
+
+/// A restore of a photo deleted while its thumb was being made queues the photo's job again,
+/// while a worker may be ending that job: the worker writes the job's row, then the upload's.
+/// Here the test is that worker, holding the job's row written; the restore waits for it before
+/// it writes the upload, so the worker's write of the upload goes through and both end. (The
+/// restore once wrote the upload first, then waited for the job: PostgreSQL found the two
+/// waiting for each other and failed one, seen as a 500 in a test run.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restore_and_a_worker_ending_the_photos_job_do_not_deadlock() {
+    let options = common::Options { derivative_workers: Some(0), ..common::Options::default() };
+    let app = TestApp::spawn_with(Backend::Postgres, options).await;
+    let confetti::db::Db::Postgres(pool) = &app.db else { panic!("a PostgreSQL test") };
+    let event = app.create_event().await;
+    let organiser = app.organiser_login(&event).await;
+    let anna = app.join(&event, "Anna").await;
+    let upload = upload_ok(&app, &anna, &images::jpeg(16, 16)).await;
+    let id = Uuid::parse_str(upload["id"].as_str().expect("id")).expect("uuid");
+    assert_eq!(upload["status"], "processing", "no worker: its job waits");
+    let path = format!("/api/v1/uploads/{id}");
+    let deleted = app.client.delete(app.url(&path)).bearer_auth(&organiser).send().await.expect("delete");
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+
+    let mut worker = pool.begin().await.expect("begin");
+    let held = sqlx::query("UPDATE derivative_jobs SET attempts = attempts WHERE upload_id = $1")
+        .bind(id)
+        .execute(&mut *worker)
+        .await
+        .expect("the job's row");
+    assert_eq!(held.rows_affected(), 1, "the photo's job is there");
+    let restore = tokio::spawn(app.client.post(app.url(&format!("{path}/restore"))).bearer_auth(&organiser).send());
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let wrote = sqlx::query("UPDATE uploads SET status = status WHERE id = $1").bind(id).execute(&mut *worker).await;
+    assert!(wrote.is_ok(), "the worker's write of the upload: {wrote:?}");
+    worker.commit().await.expect("commit");
+
+    let restored = restore.await.expect("join").expect("restore");
+    assert_eq!(restored.status(), StatusCode::OK);
+    let body: Value = restored.json().await.expect("json");
+    assert_eq!(body["status"], "processing", "{body}");
+    assert!(app.derivatives_pending(&id.to_string()).await, "its job is queued");
     app.stop().await;
 }
 

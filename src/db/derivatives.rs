@@ -97,6 +97,21 @@ pub struct Finished {
 }
 
 impl Tx {
+    /// Holds the upload's derivative job, if it has one, until the transaction ends. A worker
+    /// ending a job writes the job's row and then the upload's; a transaction that writes the
+    /// upload and then queues its job (a restore) calls this first, so the two take the rows in
+    /// the same order (the other way round, each waits for the other: PostgreSQL's deadlock).
+    /// SQLite's write transaction holds the whole database already.
+    pub async fn lock_derivative_job(&mut self, upload_id: Uuid) -> sqlx::Result<()> {
+        if let Tx::Postgres(tx) = self {
+            sqlx::query("SELECT upload_id FROM derivative_jobs WHERE upload_id = $1 FOR UPDATE")
+                .bind(upload_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Queues the upload's derivatives; due at once.
     pub async fn queue_derivatives(&mut self, upload_id: Uuid) -> sqlx::Result<()> {
         let now = Utc::now();

@@ -71,6 +71,8 @@ async fn restore(
             _ => ApiError::UndoExpired,
         });
     }
+    // Its derivative job before its row, in the order a worker ending that job takes them.
+    tx.lock_derivative_job(id).await?;
     let Some(restored) = tx.undelete_upload(id).await? else {
         // Restored by a request that committed in between.
         tx.rollback().await?;
